@@ -1,0 +1,232 @@
+"""Where transactions run: URL resolution and one runner per backend.
+
+Every store operation is a plain function over a SQLAlchemy `Connection`, run as
+one transaction. On SQLite it runs in a worker thread in a single hop (a
+dedicated writer thread serializes writers in-process, BEGIN IMMEDIATE and the
+busy timeout serialize them across processes). On PostgreSQL the same function
+drives asyncpg through SQLAlchemy's `run_sync`, with row locks per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, Final, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from .errors import UnsupportedURLError
+
+DEFAULT_URL: Final = "sqlite:///sessionstore.db"
+URL_ENV: Final = "SESSIONSTORE_URL"
+# Execution option naming how a SQLite transaction begins: "IMMEDIATE" takes the
+# write lock up front (no read->write upgrade deadlocks), "DEFERRED" is a plain
+# snapshot, None runs each statement on its own (single-statement reads).
+SQLITE_BEGIN: Final = "sqlite_begin"
+_SQLITE_READERS: Final = 4
+
+_SQLITE_DRIVERS: Final = {"sqlite", "sqlite+aiosqlite", "sqlite+pysqlite"}
+_POSTGRES_DRIVERS: Final = {
+    "postgres",
+    "postgresql",
+    "postgresql+asyncpg",
+    "postgresql+psycopg",
+    "postgresql+psycopg2",
+}
+_SUPPORTED: Final = (
+    "sqlite:///path/to/file.db (embedded default) or "
+    "postgresql+asyncpg://user:password@host:5432/dbname"
+)
+
+_T = TypeVar("_T")
+
+
+def resolve_url(url: str | URL | None = None) -> URL:
+    """Pick the URL (argument, then $SESSIONSTORE_URL, then ./sessionstore.db), normalized."""
+    raw = url if url is not None else os.environ.get(URL_ENV) or DEFAULT_URL
+    try:
+        parsed = make_url(raw)
+    except ArgumentError:
+        raise UnsupportedURLError(
+            f"could not parse database URL {str(raw)[:60]!r}; expected {_SUPPORTED}"
+        ) from None
+    driver = parsed.drivername
+    if driver in _SQLITE_DRIVERS:
+        return parsed.set(drivername="sqlite")
+    if driver in _POSTGRES_DRIVERS:
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise UnsupportedURLError(
+        f"unsupported database URL scheme {driver!r}: sessionstore supports {_SUPPORTED}"
+    )
+
+
+def is_memory_sqlite(url: URL) -> bool:
+    """True for an in-memory SQLite database (one shared connection, gone on exit)."""
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+class Database(Protocol):
+    """Runs transaction functions against one database."""
+
+    url: URL
+    dialect: str
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(conn, *args)` in a write transaction and commit."""
+        ...
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(conn, *args)` for reading (single statements see a consistent snapshot)."""
+        ...
+
+    def async_engine(self) -> AsyncEngine:
+        """An AsyncEngine on the same database, for ad-hoc SQL."""
+        ...
+
+    async def dispose(self) -> None:
+        """Close every pooled connection and worker thread."""
+        ...
+
+
+class SQLiteDatabase:
+    """SQLite: one hop to a worker thread per transaction."""
+
+    dialect = "sqlite"
+
+    def __init__(self, url: URL, *, busy_timeout_ms: int, synchronous: str, **kwargs: Any):
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(
+                f"sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
+            )
+        self.url = url
+        self._memory = is_memory_sqlite(url)
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+        if self._memory:
+            kwargs.setdefault("poolclass", StaticPool)
+        self.engine: Engine = sa.create_engine(url, **kwargs)
+        configure_sqlite(self.engine, busy_timeout_ms, synchronous)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sessionstore-sqlite-writer")
+        # One shared in-memory connection must never be used by two threads at once.
+        self._readers = (
+            self._writer
+            if self._memory
+            else ThreadPoolExecutor(
+                _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
+            )
+        )
+        self._async_engine: AsyncEngine | None = None
+
+    def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+            with conn.begin():
+                return fn(conn, *args, **kw)
+
+    def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(**{SQLITE_BEGIN: None})
+            return fn(conn, *args, **kw)
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, partial(self._write_sync, fn, args, kwargs))
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, partial(self._read_sync, fn, args, kwargs))
+
+    def async_engine(self) -> AsyncEngine:
+        if self._async_engine is None:
+            if self._memory:
+                raise ValueError(
+                    "an in-memory SQLite store has no second connection for ad-hoc SQL; "
+                    "use a file URL such as sqlite:///sessions.db"
+                )
+            self._async_engine = create_async_engine(self.url.set(drivername="sqlite+aiosqlite"))
+        return self._async_engine
+
+    async def dispose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer, self.engine.dispose)
+        self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
+
+
+class PostgresDatabase:
+    """PostgreSQL through asyncpg; transaction functions run via `run_sync`."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: URL, **kwargs: Any) -> None:
+        self.url = url
+        self.engine = create_async_engine(url, **kwargs)
+        # Single-statement reads need no BEGIN/COMMIT round trips.
+        self._read_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(fn, *args, **kwargs)
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        async with self._read_engine.connect() as conn:
+            return await conn.run_sync(fn, *args, **kwargs)
+
+    def async_engine(self) -> AsyncEngine:
+        return self.engine
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def open_database(
+    url: URL,
+    *,
+    sqlite_busy_timeout_ms: int = 5000,
+    sqlite_synchronous: str = "FULL",
+    **engine_kwargs: Any,
+) -> SQLiteDatabase | PostgresDatabase:
+    """The runner for `url`'s backend (the URL must come from `resolve_url`)."""
+    if url.get_backend_name() == "sqlite":
+        return SQLiteDatabase(
+            url,
+            busy_timeout_ms=sqlite_busy_timeout_ms,
+            synchronous=sqlite_synchronous,
+            **engine_kwargs,
+        )
+    return PostgresDatabase(url, **engine_kwargs)
+
+
+def configure_sqlite(
+    engine: Engine, busy_timeout_ms: int = 5000, synchronous: str = "FULL"
+) -> None:
+    """WAL, busy timeout, foreign keys, and explicit BEGIN control for a SQLite engine."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to the "begin" hook below: the driver's
+        # implicit BEGIN cannot take the write lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
+        if mode is not None:
+            conn.exec_driver_sql(f"BEGIN {mode}")

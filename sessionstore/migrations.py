@@ -1,0 +1,119 @@
+"""Programmatic access to the Alembic migrations: locate, inspect, upgrade, downgrade.
+
+The store checks the schema once when it opens, so a missing table or a database
+migrated by a newer release fails fast with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+from .database import Database
+from .errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
+from .schema import metadata
+
+_PACKAGE_DIR: Final = Path(__file__).resolve().parent
+
+
+def script_location() -> Path:
+    """The migrations folder: packaged in the wheel, or the repository's own."""
+    for candidate in (_PACKAGE_DIR / "_migrations", _PACKAGE_DIR.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError(
+        "sessionstore migrations are missing from this installation; reinstall the package"
+    )
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic Config pointing at sessionstore's migrations (and `url`, if given)."""
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "sessionstore ships at least one migration"
+    return head
+
+
+def _known_revisions() -> set[str]:
+    script = ScriptDirectory.from_config(alembic_config())
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _state(connection: Connection) -> tuple[str | None, set[str]]:
+    return _current(connection), set(sa.inspect(connection).get_table_names())
+
+
+async def current_revision(database: Database) -> str | None:
+    """The revision the database is at, or None when it was never migrated."""
+    return await database.read(_current)
+
+
+def _migrate(connection: Connection, direction: str, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    if direction == "up":
+        command.upgrade(config, revision)
+    else:
+        command.downgrade(config, revision)
+
+
+async def upgrade(database: Database, revision: str = "head") -> None:
+    """Upgrade the database to `revision` (default: the newest), in one transaction."""
+    await database.write(_migrate, "up", revision)
+
+
+async def downgrade(database: Database, revision: str) -> None:
+    """Downgrade the database to `revision` ("base" removes every table)."""
+    await database.write(_migrate, "down", revision)
+
+
+async def ensure_schema(database: Database, *, create: bool, url_hint: str) -> None:
+    """Fail fast (or migrate, when `create`) unless the database is at our head revision."""
+    current, tables = await database.read(_state)
+    head = head_revision()
+    if current == head:
+        missing = sorted(set(metadata.tables) - tables)
+        if missing:
+            raise SchemaMissingError(
+                f"table(s) {', '.join(missing)} are missing from {url_hint} although it is "
+                f"stamped at revision {head!r}: the schema was changed outside sessionstore. "
+                "Restore the table(s) from a backup; nothing was changed."
+            )
+        return
+    if current is not None and current not in _known_revisions():
+        raise SchemaTooNewError(
+            f"the database at {url_hint} is at schema revision {current!r}, which this "
+            f"sessionstore (newest revision {head!r}) does not know: it was migrated by a "
+            "newer release. Upgrade sessionstore; nothing was changed."
+        )
+    if create:
+        await upgrade(database)
+        return
+    if current is None:
+        raise SchemaMissingError(
+            f"the sessionstore tables do not exist in {url_hint}. Run "
+            f"`sessionstore migrate --url '{url_hint}'` or pass create_tables=True."
+        )
+    raise SchemaOutdatedError(
+        f"the database at {url_hint} is at schema revision {current!r} but this code needs "
+        f"{head!r}. Run `sessionstore migrate --url '{url_hint}'` (or pass create_tables=True)."
+    )

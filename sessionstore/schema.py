@@ -1,0 +1,214 @@
+"""The database schema: SQLAlchemy Core tables, the single source of truth.
+
+Alembic migrations must produce exactly these tables (a test runs autogenerate
+against a migrated database and expects no difference). The layout is plain on
+purpose so analysts can query history with SQL: a JSON payload per row plus
+typed columns (role, item type, tool name, call id, tokens).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+metadata: Final = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+
+class JSONText(sa.TypeDecorator[Any]):
+    """A JSON column whose values travel as already-serialized text.
+
+    The store serializes each item once (it has to, to validate it); letting
+    SQLAlchemy serialize again would double the cost of every append. Reads
+    return text on SQLite and the driver-decoded value on PostgreSQL, which the
+    store normalizes.
+    """
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> None:
+        return None
+
+
+def _created_at() -> sa.Column[Any]:
+    return sa.Column(
+        "created_at",
+        sa.DateTime(timezone=True),
+        nullable=False,
+        server_default=sa.func.current_timestamp(),
+    )
+
+
+# Row kinds in `messages`. Only these are visible in the active context.
+KIND_ITEM: Final = "item"  # an item as the application appended it
+KIND_CARRY: Final = "carry"  # a copy of an earlier item carried past a compaction
+KIND_SUMMARY: Final = "summary"  # the compaction summary, the <COMPACT-SUMMARY vN> marker
+KIND_TOMBSTONE: Final = "tombstone"  # pop_item: hides the row named by ref_seq
+KIND_CLEAR: Final = "clear"  # clear_session: the active context restarts after it
+VISIBLE_KINDS: Final = frozenset({KIND_ITEM, KIND_CARRY, KIND_SUMMARY})
+ROW_KINDS: Final = (KIND_ITEM, KIND_CARRY, KIND_SUMMARY, KIND_TOMBSTONE, KIND_CLEAR)
+
+sessions: Final = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("session_id", sa.Text, primary_key=True),
+    _created_at(),
+    sa.Column(
+        "updated_at",
+        sa.DateTime(timezone=True),
+        nullable=False,
+        server_default=sa.func.current_timestamp(),
+    ),
+    # Highest seq written; the next append takes last_seq + 1 (gapless).
+    sa.Column("last_seq", sa.BigInteger, nullable=False, server_default="0"),
+    # First seq of the active context: rows before it are history only.
+    sa.Column("context_start_seq", sa.BigInteger, nullable=False, server_default="1"),
+    # Running token total of the active context, so pre-flight checks are O(1).
+    sa.Column("context_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("compaction_count", sa.Integer, nullable=False, server_default="0"),
+    # Which estimator counted `tokens` on this session's rows (e.g. tiktoken:o200k_base).
+    sa.Column("token_encoding", sa.Text, nullable=True),
+    sa.Column("metadata", sa.JSON, nullable=True),
+    sa.CheckConstraint("last_seq >= 0", name="last_seq_nonnegative"),
+    sa.CheckConstraint("context_tokens >= 0", name="context_tokens_nonnegative"),
+)
+
+messages: Final = sa.Table(
+    "messages",
+    metadata,
+    sa.Column(
+        "session_id",
+        sa.Text,
+        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("role", sa.String(32), nullable=True),
+    sa.Column("item_type", sa.String(64), nullable=True),
+    sa.Column("tool_name", sa.Text, nullable=True),
+    sa.Column("call_id", sa.Text, nullable=True),
+    sa.Column("tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("protected", sa.Boolean, nullable=False, server_default=sa.false()),
+    # carry: the original row; tombstone: the row it hides.
+    sa.Column("ref_seq", sa.BigInteger, nullable=True),
+    sa.Column("compaction_id", sa.BigInteger, nullable=True),
+    # Set when the stored payload is a truncated copy; the archive holds the original.
+    sa.Column("archive_id", sa.BigInteger, nullable=True),
+    # NULL for tombstones/clear markers, and after retention purges compacted plaintext.
+    sa.Column("payload", JSONText, nullable=True),
+    _created_at(),
+    sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
+    sa.CheckConstraint("seq > 0", name="seq_positive"),
+    sa.Index(None, "session_id", "call_id"),
+    sa.Index(None, "tool_name"),
+    sa.Index(None, "created_at"),
+)
+
+compactions: Final = sa.Table(
+    "compactions",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "session_id",
+        sa.Text,
+        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("version", sa.Integer, nullable=False),  # the N of <COMPACT-SUMMARY vN>
+    sa.Column("trigger", sa.String(32), nullable=False),  # threshold|manual|preflight|overflow
+    sa.Column("strategy", sa.String(64), nullable=True),
+    sa.Column("status", sa.String(32), nullable=False),  # summarized|pruned_only
+    sa.Column("fallback", sa.String(64), nullable=True),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("summarizer", sa.Text, nullable=True),
+    sa.Column("covered_from_seq", sa.BigInteger, nullable=False),
+    sa.Column("covered_to_seq", sa.BigInteger, nullable=False),
+    sa.Column("context_start_seq", sa.BigInteger, nullable=False),
+    sa.Column("summary_seq", sa.BigInteger, nullable=True),
+    sa.Column("kept", sa.JSON, nullable=False),  # original seqs kept, by layer
+    sa.Column("tokens_before", sa.Integer, nullable=False),
+    sa.Column("tokens_after", sa.Integer, nullable=False),
+    sa.Column("summary_tokens", sa.Integer, nullable=True),
+    sa.Column("duration_ms", sa.Float, nullable=True),
+    _created_at(),
+    sa.UniqueConstraint("session_id", "version"),
+)
+
+archives: Final = sa.Table(
+    "archives",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "session_id",
+        sa.Text,
+        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "compaction_id",
+        sa.BigInteger,
+        sa.ForeignKey("compactions.id", ondelete="CASCADE"),
+        nullable=True,
+    ),
+    sa.Column("reason", sa.String(32), nullable=False),  # compaction|truncation
+    sa.Column("from_seq", sa.BigInteger, nullable=False),
+    sa.Column("to_seq", sa.BigInteger, nullable=False),
+    sa.Column("item_count", sa.Integer, nullable=False),
+    # 0 = plain (compressed JSON lines); 1+ = envelope-encrypted formats.
+    sa.Column("format_version", sa.Integer, nullable=False),
+    sa.Column("compression", sa.String(16), nullable=False),
+    sa.Column("kek_id", sa.Text, nullable=True),
+    sa.Column("wrapped_key", sa.LargeBinary, nullable=True),
+    sa.Column("nonce", sa.LargeBinary, nullable=True),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("content_sha256", sa.String(64), nullable=False),
+    _created_at(),
+    sa.Index(None, "session_id", "from_seq"),
+    sa.Index(None, "kek_id"),
+    sa.Index(None, "created_at"),
+)
+
+events: Final = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "ts",
+        sa.DateTime(timezone=True),
+        nullable=False,
+        server_default=sa.func.current_timestamp(),
+    ),
+    # No foreign key: the audit trail outlives the session it describes.
+    sa.Column("session_id", sa.Text, nullable=True),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("severity", sa.String(16), nullable=False, server_default="info"),
+    sa.Column("compaction_id", sa.BigInteger, nullable=True),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("t_est", sa.Integer, nullable=True),
+    sa.Column("max_tokens", sa.Integer, nullable=True),
+    sa.Column("triggered", sa.Boolean, nullable=True),
+    sa.Column("pruned_count", sa.Integer, nullable=True),
+    sa.Column("summary_tokens", sa.Integer, nullable=True),
+    sa.Column("compression_ratio", sa.Float, nullable=True),
+    sa.Column("error_type", sa.String(64), nullable=True),
+    sa.Column("fallback", sa.String(64), nullable=True),
+    sa.Column("payload", sa.JSON, nullable=False),  # every field of the event
+    sa.Index(None, "session_id", "id"),
+    sa.Index(None, "event", "ts"),
+    sa.Index(None, "ts"),
+)

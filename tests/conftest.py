@@ -1,0 +1,122 @@
+"""Shared fixtures: real SQLite files and a real PostgreSQL database per test run.
+
+PostgreSQL tests skip (with the reason) only when no server is reachable and
+we are not in CI; under CI=true an unreachable server is a hard failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from sessionstore import SessionStore
+
+PG_ADMIN_URL = os.environ.get(
+    "SESSIONSTORE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = ("sqlite", "postgresql")
+TABLES = ("events", "archives", "compactions", "messages", "sessions")
+
+
+def _dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _admin(sql: str) -> None:
+    conn = await asyncpg.connect(_dsn(PG_ADMIN_URL), timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def _create_pg_database() -> str:
+    name = f"sessionstore_test_{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as exc:
+        reason = f"PostgreSQL not reachable at {make_url(PG_ADMIN_URL).render_as_string()}: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI must run the PostgreSQL tests)")
+        pytest.skip(reason)
+    return make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_pg_database(url: str) -> None:
+    name = make_url(url).database
+    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A migrated PostgreSQL database shared by the run (tables emptied per test)."""
+    url = _create_pg_database()
+
+    async def migrate() -> None:
+        async with SessionStore(url, create_tables=True):
+            pass
+
+    asyncio.run(migrate())
+    yield url
+    _drop_pg_database(url)
+
+
+@pytest.fixture
+def fresh_pg_url() -> Iterator[str]:
+    """An empty PostgreSQL database of its own (for migration tests)."""
+    url = _create_pg_database()
+    yield url
+    _drop_pg_database(url)
+
+
+async def _empty_tables(url: str) -> None:
+    conn = await asyncpg.connect(_dsn(url))
+    try:
+        await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A ready database URL on each backend: a new SQLite file, or the emptied PG database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    asyncio.run(_empty_tables(url))
+    return url
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[SessionStore]:
+    """A SessionStore on each backend, closed after the test."""
+    async with SessionStore(db_url, create_tables=True) as opened:
+        yield opened
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A new SQLite file URL."""
+    return f"sqlite:///{tmp_path / 'sessions.db'}"
+
+
+async def scalar(store: SessionStore, sql: str, **params: object) -> object:
+    """Run plain SQL through the store's public AsyncEngine (what an analyst would do)."""
+    async with store.engine.connect() as conn:
+        return (await conn.execute(sa.text(sql), params)).scalar()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_sdk_trace_export() -> None:
+    """Tests never send traces anywhere (and must not print about a missing API key)."""
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)

@@ -1,0 +1,84 @@
+"""Alembic migrations: up/down/up on both backends, and agreement with schema.py."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import Connection
+
+from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore
+from sessionstore.database import open_database, resolve_url
+from sessionstore.migrations import current_revision, downgrade, head_revision, upgrade
+from sessionstore.schema import metadata
+
+
+def _diff(connection: Connection) -> list[object]:
+    return list(compare_metadata(MigrationContext.configure(connection), metadata))
+
+
+def _tables(connection: Connection) -> set[str]:
+    return set(sa.inspect(connection).get_table_names())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    if request.param == "sqlite":
+        return sqlite_url
+    url: str = request.getfixturevalue("fresh_pg_url")
+    return url
+
+
+async def test_upgrade_downgrade_upgrade_and_schema_matches(empty_url: str) -> None:
+    database = open_database(resolve_url(empty_url))
+    try:
+        assert await current_revision(database) is None
+        await upgrade(database)
+        assert await current_revision(database) == head_revision()
+        assert await database.read(_diff) == []
+        await downgrade(database, "base")
+        assert await current_revision(database) is None
+        assert await database.read(_tables) & set(metadata.tables) == set()
+        await upgrade(database)
+        assert await database.read(_diff) == []
+        assert set(metadata.tables) <= await database.read(_tables)
+    finally:
+        await database.dispose()
+
+
+async def test_store_refuses_a_database_without_tables(empty_url: str) -> None:
+    store = SessionStore(empty_url, create_tables=False)
+    with pytest.raises(SchemaMissingError, match="sessionstore migrate") as caught:
+        await store.load_context("s")
+    assert "password" not in str(caught.value)
+    await store.close()
+
+
+async def test_store_refuses_a_database_from_a_newer_release(empty_url: str) -> None:
+    async with SessionStore(empty_url, create_tables=True) as store:
+        await store.append("s", [{"role": "user", "content": "keep me"}])
+        async with store.engine.begin() as conn:
+            await conn.execute(sa.text("UPDATE alembic_version SET version_num = 'f00d_future'"))
+    newer = SessionStore(empty_url, create_tables=True)
+    with pytest.raises(SchemaTooNewError, match="Upgrade sessionstore") as caught:
+        await newer.append("s", [{"role": "user", "content": "x"}])
+    assert "f00d_future" in str(caught.value)
+    await newer.close()
+    async with store.engine.begin() as conn:  # nothing was changed or lost
+        await conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{head_revision()}'"))
+    async with SessionStore(empty_url) as again:
+        assert await again.load_context("s") == [{"role": "user", "content": "keep me"}]
+
+
+async def test_store_names_a_dropped_table(empty_url: str) -> None:
+    async with (
+        SessionStore(empty_url, create_tables=True) as store,
+        store.engine.begin() as conn,
+    ):
+        await conn.execute(sa.text("DROP TABLE events"))
+    broken = SessionStore(empty_url, create_tables=True)
+    with pytest.raises(SchemaMissingError, match="events") as caught:
+        await broken.history("s")
+    assert "backup" in str(caught.value)
+    await broken.close()
