@@ -1,0 +1,103 @@
+"""The item codec: payload validation and the typed SQL columns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessionstore.errors import InvalidItemError
+from sessionstore.items import call_names_in, describe, encode_payload, is_tool_output
+
+
+def test_payload_is_compact_unicode_json() -> None:
+    item = {"role": "user", "content": "café 🙂"}
+    text = encode_payload(item, 0)
+    assert text == '{"role":"user","content":"café 🙂"}'
+    assert json.loads(text) == item
+
+
+def test_lone_surrogates_are_escaped_to_stay_valid_utf8() -> None:
+    item = {"role": "user", "content": "broken \ud800 text"}
+    text = encode_payload(item, 0)
+    text.encode("utf-8")
+    assert json.loads(text) == item
+
+
+@pytest.mark.parametrize(
+    ("item", "fragment"),
+    [
+        ([1, 2], "not a mapping"),
+        ({"role": "user", "content": b"bytes"}, "not JSON-serializable"),
+        ({"role": "user", "content": float("inf")}, "not JSON-serializable"),
+    ],
+)
+def test_invalid_items_explain_the_fix(item: Any, fragment: str) -> None:
+    with pytest.raises(InvalidItemError, match=fragment) as caught:
+        encode_payload(item, 3)
+    assert "#3" in str(caught.value)
+
+
+def test_responses_items_fill_typed_columns() -> None:
+    call = {"type": "function_call", "name": "grep", "call_id": "c1", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "hits"}
+    names = call_names_in([call, output])
+    assert names == {"c1": "grep"}
+    assert describe(call, names) == describe(call, {})
+    info = describe(output, names)
+    assert (info.item_type, info.tool_name, info.call_id) == ("function_call_output", "grep", "c1")
+    assert is_tool_output(info)
+    message = describe({"role": "user", "content": "hi", "name": "bob"}, {})
+    assert (message.role, message.item_type, message.tool_name) == ("user", "message", None)
+    reasoning = describe({"type": "reasoning", "id": "r1", "summary": []}, {})
+    assert reasoning.item_type == "reasoning" and not is_tool_output(reasoning)
+
+
+def test_chat_completions_messages_fill_typed_columns() -> None:
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
+    }
+    tool = {"role": "tool", "tool_call_id": "t1", "content": "a.txt"}
+    names = call_names_in([assistant, tool])
+    assert names == {"t1": "ls"}
+    info = describe(assistant, names)
+    assert (info.role, info.tool_name, info.call_id) == ("assistant", "ls", "t1")
+    tool_info = describe(tool, names)
+    assert (tool_info.tool_name, tool_info.call_id) == ("ls", "t1")
+    assert is_tool_output(tool_info)
+
+
+def test_meta_protected_marks_the_row() -> None:
+    assert describe(
+        {"role": "developer", "content": "x", "meta": {"protected": True}}, {}
+    ).protected
+    assert not describe(
+        {"role": "developer", "content": "x", "meta": {"protected": 1}}, {}
+    ).protected
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["role", "type", "name", "call_id", "tool_calls", "tool_call_id", "meta", "content"]
+        ),
+        _json,
+    )
+)
+def test_describe_never_raises_and_payload_round_trips(item: dict[str, Any]) -> None:
+    describe(item, call_names_in([item]))
+    assert json.loads(encode_payload(item, 0)) == item

@@ -1,0 +1,350 @@
+"""SessionStore on real SQLite files and the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import textwrap
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessionstore import InvalidItemError, SessionStore
+from sessionstore.tokens import estimator_for_model
+from tests.conftest import scalar
+
+USER: dict[str, Any] = {"role": "user", "content": "What is the weather in Paris?"}
+CALL: dict[str, Any] = {
+    "type": "function_call",
+    "name": "get_weather",
+    "call_id": "call_1",
+    "arguments": '{"city": "Paris"}',
+}
+OUTPUT: dict[str, Any] = {
+    "type": "function_call_output",
+    "call_id": "call_1",
+    "output": "18C and sunny",
+}
+ANSWER: dict[str, Any] = {
+    "role": "assistant",
+    "content": [{"type": "output_text", "text": "It is 18C."}],
+}
+TURN: list[dict[str, Any]] = [USER, CALL, OUTPUT, ANSWER]
+
+
+async def test_append_then_load_round_trips_items_in_order(store: SessionStore) -> None:
+    seqs = await store.append("s1", TURN)
+    assert seqs == [1, 2, 3, 4]
+    assert await store.load_context("s1") == TURN
+    assert await store.append("s1", [USER]) == [5]
+    assert await store.load_context("s1") == [*TURN, USER]
+
+
+async def test_typed_columns_answer_sql_questions(store: SessionStore) -> None:
+    await store.append("s1", [USER, CALL])
+    await store.append("s1", [OUTPUT, ANSWER])  # output arrives in a later batch
+    rows = {row.seq: row for row in await store.history("s1")}
+    assert (rows[1].role, rows[1].item_type) == ("user", "message")
+    assert (rows[2].item_type, rows[2].tool_name, rows[2].call_id) == (
+        "function_call",
+        "get_weather",
+        "call_1",
+    )
+    assert (rows[3].item_type, rows[3].tool_name) == ("function_call_output", "get_weather")
+    calls = await scalar(
+        store,
+        "SELECT count(*) FROM messages WHERE session_id = :s AND tool_name = 'get_weather' "
+        "AND item_type = 'function_call'",
+        s="s1",
+    )
+    assert calls == 1
+
+
+async def test_sessions_are_isolated(store: SessionStore) -> None:
+    await store.append("a", [USER])
+    await store.append("b", [ANSWER])
+    assert await store.load_context("a") == [USER]
+    assert await store.load_context("b") == [ANSWER]
+    assert await store.load_context("missing") == []
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [(None, 4), (1, 1), (3, 3), (4, 4), (10, 4), (0, 0), (-1, 4)],
+)
+async def test_limit_returns_newest_items_in_order(
+    store: SessionStore, limit: int | None, expected: int
+) -> None:
+    await store.append("s1", TURN)
+    items = await store.load_context("s1", limit)
+    assert items == TURN[len(TURN) - expected :] if expected else items == []
+
+
+async def test_pop_writes_a_tombstone_and_hides_the_item(store: SessionStore) -> None:
+    await store.append("s1", TURN)
+    before = await store.context_tokens("s1")
+    assert await store.pop("s1") == ANSWER
+    assert await store.pop("s1") == OUTPUT
+    assert await store.load_context("s1") == [USER, CALL]
+    assert await store.load_context("s1", 1) == [CALL]
+    history = await store.history("s1")
+    assert [(r.seq, r.kind, r.ref_seq) for r in history[-2:]] == [
+        (5, "tombstone", 4),
+        (6, "tombstone", 3),
+    ]
+    assert history[3].item == ANSWER  # the audit still sees the popped item
+    popped_tokens = sum(r.tokens for r in history if r.seq in (3, 4))
+    assert await store.context_tokens("s1") == before - popped_tokens
+
+
+async def test_pop_on_empty_or_missing_session_returns_none(store: SessionStore) -> None:
+    assert await store.pop("nobody") is None
+    await store.append("s1", [USER])
+    assert await store.pop("s1") == USER
+    assert await store.pop("s1") is None
+    assert [r.kind for r in await store.history("s1")] == ["item", "tombstone"]
+
+
+async def test_pop_finds_items_behind_many_tombstones(store: SessionStore) -> None:
+    items = [{"role": "user", "content": f"m{i}"} for i in range(40)]
+    await store.append("s1", items)
+    for expected in reversed(items[5:]):
+        assert await store.pop("s1") == expected
+    assert await store.load_context("s1") == items[:5]
+    assert await store.load_context("s1", 2) == items[3:5]
+
+
+async def test_clear_starts_an_empty_context_but_keeps_history(store: SessionStore) -> None:
+    await store.append("s1", TURN)
+    await store.clear("s1")
+    assert await store.load_context("s1") == []
+    assert await store.context_tokens("s1") == 0
+    await store.append("s1", [USER])
+    assert await store.load_context("s1") == [USER]
+    kinds = [r.kind for r in await store.history("s1")]
+    assert kinds == ["item"] * 4 + ["clear", "item"]
+    info = await store.session_info("s1")
+    assert info is not None and info.context_start_seq == 6 and info.last_seq == 6
+
+
+async def test_clear_on_missing_session_writes_nothing(store: SessionStore) -> None:
+    await store.clear("ghost")
+    assert await store.session_info("ghost") is None
+
+
+async def test_context_tokens_is_the_stored_running_total(store: SessionStore) -> None:
+    await store.append("s1", TURN)
+    await store.append("s1", [USER])
+    rows = await store.history("s1")
+    assert await store.context_tokens("s1") == sum(r.tokens for r in rows)
+    expected = [store.estimator.count_item(item) for item in [*TURN, USER]]
+    assert [r.tokens for r in rows] == expected
+    info = await store.session_info("s1")
+    assert info is not None and info.token_encoding == store.estimator.name
+
+
+class _CountingEstimator:
+    """Wraps the real estimator and counts calls, to prove reads never re-tokenize."""
+
+    def __init__(self) -> None:
+        self.inner = estimator_for_model("gpt-4o")
+        self.name = self.inner.name
+        self.exact = self.inner.exact
+        self.fallback_reason: str | None = None
+        self.calls = 0
+
+    def count_text(self, text: str) -> int:
+        self.calls += 1
+        return self.inner.count_text(text)
+
+    def count_item(self, item: Mapping[str, Any]) -> int:
+        self.calls += 1
+        return self.inner.count_item(item)
+
+
+async def test_preflight_total_for_a_128k_context_reads_the_counter(db_url: str) -> None:
+    estimator = _CountingEstimator()
+    async with SessionStore(db_url, estimator=estimator, create_tables=True) as store:
+        paragraph = "The quick brown fox jumps over the lazy dog near the river bank. " * 40
+        batch = [{"role": "user", "content": paragraph} for _ in range(50)]
+        while await store.context_tokens("big") < 128_000:
+            await store.append("big", batch)
+        total = await store.context_tokens("big")
+        calls_before = estimator.calls
+        for _ in range(5):
+            assert await store.context_tokens("big") == total
+        assert estimator.calls == calls_before  # O(1): no re-tokenizing on reads
+        exact = sum(estimator.inner.count_item(item) for item in await store.load_context("big"))
+        assert total == exact >= 128_000
+
+
+async def test_non_json_items_are_rejected_and_nothing_is_stored(store: SessionStore) -> None:
+    await store.append("s1", [USER])
+    bad_batches: list[list[Any]] = [
+        [ANSWER, {"role": "user", "content": datetime(2026, 1, 1)}],
+        [{"role": "user", "content": {1, 2}}],
+        [{"role": "user", "content": float("nan")}],
+        ["just a string"],
+        [None],
+    ]
+    for batch in bad_batches:
+        with pytest.raises(InvalidItemError) as caught:
+            await store.append("s1", batch)
+        message = str(caught.value)
+        assert "nothing was stored" in message or "not a mapping" in message
+    assert await store.load_context("s1") == [USER]
+    assert len(await store.history("s1")) == 1
+
+
+async def test_session_id_must_be_a_string(store: SessionStore) -> None:
+    with pytest.raises(TypeError, match="session_id must be a str"):
+        await store.append(42, [USER])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "'; DROP TABLE messages; --",
+        'robert"); DELETE FROM sessions; --',
+        "ünïcødé-会话-🙂",
+        "",
+        "a" * 500,
+    ],
+)
+async def test_hostile_and_unicode_session_ids_are_plain_data(
+    store: SessionStore, session_id: str
+) -> None:
+    item = {"role": "user", "content": "naïve café 東京 🙂 \u0000 \ud800 end"}
+    await store.append(session_id, [item, USER])
+    assert await store.load_context(session_id) == [item, USER]
+    assert await store.load_context("other") == []
+    assert [s.session_id for s in await store.list_sessions()] == [session_id]
+
+
+async def test_twenty_concurrent_writers_lose_nothing(store: SessionStore) -> None:
+    async def writer(n: int) -> None:
+        for k in range(5):
+            await store.append("hot", [{"role": "user", "content": f"w{n}-{k}"}, ANSWER])
+
+    await asyncio.gather(*(writer(n) for n in range(20)))
+    history = await store.history("hot")
+    assert [row.seq for row in history] == list(range(1, 201))
+    contents = [row.item["content"] for row in history if row.item and row.item["role"] == "user"]
+    assert sorted(contents) == sorted(f"w{n}-{k}" for n in range(20) for k in range(5))
+    for n in range(20):  # each writer's own items stay in its order, each pair adjacent
+        mine = [c for c in contents if c.startswith(f"w{n}-")]
+        assert mine == [f"w{n}-{k}" for k in range(5)]
+    for row in history:
+        if row.item and row.item["role"] == "user":
+            assert history[row.seq].item == ANSWER
+    assert await store.context_tokens("hot") == sum(r.tokens for r in history)
+
+
+async def test_two_stores_on_one_database_serialize_writes(db_url: str) -> None:
+    async with (
+        SessionStore(db_url, create_tables=True) as first,
+        SessionStore(db_url, create_tables=True) as second,
+    ):
+
+        async def writer(target: SessionStore, tag: str) -> None:
+            for k in range(20):
+                await target.append("shared", [{"role": "user", "content": f"{tag}{k}"}])
+
+        await asyncio.gather(writer(first, "a"), writer(second, "b"), writer(first, "c"))
+        history = await second.history("shared")
+    assert [row.seq for row in history] == list(range(1, 61))
+    assert len({row.item["content"] for row in history if row.item}) == 60
+
+
+async def test_reload_in_a_new_process_sees_the_same_context(db_url: str) -> None:
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s1", TURN)
+        await store.pop("s1")
+        await store.append("s1", [USER, ANSWER])
+        expected_items = await store.load_context("s1")
+        expected_tokens = await store.context_tokens("s1")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, json
+        from sessionstore import SessionStore
+        async def main():
+            async with SessionStore({db_url!r}) as store:
+                print(json.dumps([await store.load_context("s1"),
+                                  await store.context_tokens("s1")]))
+        asyncio.run(main())
+        """
+    )
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
+    )
+    stdout, _ = await asyncio.wait_for(child.communicate(), timeout=60)
+    assert child.returncode == 0
+    items, tokens = json.loads(stdout)
+    assert items == expected_items
+    assert tokens == expected_tokens
+
+
+async def test_delete_session_removes_rows_and_events(store: SessionStore) -> None:
+    await store.append("s1", TURN)
+    await store.append("s2", [USER])
+    assert await store.delete_session("s1") is True
+    assert await store.delete_session("s1") is False
+    assert await store.history("s1") == []
+    assert await scalar(store, "SELECT count(*) FROM messages WHERE session_id = 's1'") == 0
+    assert await store.load_context("s2") == [USER]
+
+
+async def test_list_sessions_reports_bookkeeping(store: SessionStore) -> None:
+    await store.append("a", TURN)
+    await store.append("b", [USER])
+    infos = {info.session_id: info for info in await store.list_sessions()}
+    assert set(infos) == {"a", "b"}
+    assert infos["a"].last_seq == 4 and infos["b"].last_seq == 1
+    assert infos["a"].context_tokens == await store.context_tokens("a")
+    assert len(await store.list_sessions(limit=1)) == 1
+
+
+# --------------------------------------------------------------- properties
+
+_text = st.text(max_size=40)
+_item = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": _text})
+_op = st.one_of(
+    st.tuples(st.just("append"), st.lists(_item, min_size=1, max_size=4)),
+    st.tuples(st.just("pop"), st.none()),
+    st.tuples(st.just("clear"), st.none()),
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(ops=st.lists(_op, max_size=12), limit=st.integers(min_value=-2, max_value=6))
+async def test_store_matches_a_list_model(db_url: str, ops: list[Any], limit: int) -> None:
+    """Any sequence of append/pop/clear behaves like a Python list, seqs stay gapless."""
+    sid = f"prop-{abs(hash((str(ops), limit)))}"
+    async with SessionStore(db_url, create_tables=True) as store:
+        model: list[dict[str, Any]] = []
+        for op, arg in ops:
+            if op == "append":
+                await store.append(sid, arg)
+                model.extend(arg)
+            elif op == "pop":
+                assert await store.pop(sid) == (model.pop() if model else None)
+            else:
+                await store.clear(sid)
+                model.clear()
+        assert await store.load_context(sid) == model
+        expected_tail = [] if limit == 0 else model if limit < 0 else model[-limit:]
+        assert await store.load_context(sid, limit) == expected_tail
+        assert await store.context_tokens(sid) == sum(
+            store.estimator.count_item(item) for item in model
+        )
+        seqs = [row.seq for row in await store.history(sid)]
+        assert seqs == list(range(1, len(seqs) + 1))
