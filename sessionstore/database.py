@@ -83,6 +83,10 @@ class Database(Protocol):
         """Run `fn(conn, *args)` in a write transaction and commit."""
         ...
 
+    async def write_statement(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run a write whose every statement is atomic on its own (no BEGIN/COMMIT round trips)."""
+        ...
+
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         """Run `fn(conn, *args)` for reading (single statements see a consistent snapshot)."""
         ...
@@ -139,6 +143,9 @@ class SQLiteDatabase:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._writer, partial(self._write_sync, fn, args, kwargs))
 
+    # SQLite takes the write lock up front either way.
+    write_statement = write
+
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._readers, partial(self._read_sync, fn, args, kwargs))
@@ -170,16 +177,18 @@ class PostgresDatabase:
     def __init__(self, url: URL, **kwargs: Any) -> None:
         self.url = url
         self.engine = create_async_engine(url, **kwargs)
-        # Single-statement reads need no BEGIN/COMMIT round trips.
-        self._read_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Single statements need no BEGIN/COMMIT round trips.
+        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         async with self.engine.begin() as conn:
             return await conn.run_sync(fn, *args, **kwargs)
 
-    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        async with self._read_engine.connect() as conn:
+    async def write_statement(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        async with self._autocommit.connect() as conn:
             return await conn.run_sync(fn, *args, **kwargs)
+
+    read = write_statement
 
     def async_engine(self) -> AsyncEngine:
         return self.engine

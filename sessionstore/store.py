@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Final, TypeAlias, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -82,31 +82,50 @@ _UPDATE_SESSION: Final = (
 _SESSION_FOR_UPDATE: Final = _SESSION.with_for_update()
 
 
-def _append_upsert(insert: Any) -> Any:
-    """Create-or-advance the session row and return the new last_seq, in one statement.
+_sqlite_upsert = sqlite.insert(sessions).values(
+    session_id=_sid,
+    last_seq=sa.bindparam("count"),
+    context_tokens=sa.bindparam("tokens"),
+    token_encoding=sa.bindparam("encoding"),
+)
+# SQLite: create-or-advance the session row and return the new last_seq.
+_SQLITE_APPEND_UPSERT: Final = _sqlite_upsert.on_conflict_do_update(
+    index_elements=[sessions.c.session_id],
+    set_={
+        "last_seq": sessions.c.last_seq + _sqlite_upsert.excluded.last_seq,
+        "context_tokens": sessions.c.context_tokens + _sqlite_upsert.excluded.context_tokens,
+        "updated_at": sa.func.current_timestamp(),
+    },
+).returning(sessions.c.last_seq)
 
-    On PostgreSQL the upsert also takes the session's row lock for the rest of
-    the transaction, which is what serializes concurrent appends.
+# PostgreSQL appends in ONE statement (one round trip, atomic on its own): the
+# CTE advances the session row (taking its row lock) and the outer INSERT
+# numbers the batch from the new last_seq.
+_PG_APPEND: Final = sa.text(
     """
-    upsert = insert(sessions).values(
-        session_id=_sid,
-        last_seq=sa.bindparam("count"),
-        context_tokens=sa.bindparam("tokens"),
-        token_encoding=sa.bindparam("encoding"),
+    WITH advanced AS (
+        INSERT INTO sessions (session_id, last_seq, context_tokens, token_encoding)
+        VALUES (:sid, :count, :tokens, :encoding)
+        ON CONFLICT (session_id) DO UPDATE SET
+            last_seq = sessions.last_seq + EXCLUDED.last_seq,
+            context_tokens = sessions.context_tokens + EXCLUDED.context_tokens,
+            updated_at = CURRENT_TIMESTAMP
+        RETURNING last_seq
     )
-    return upsert.on_conflict_do_update(
-        index_elements=[sessions.c.session_id],
-        set_={
-            "last_seq": sessions.c.last_seq + upsert.excluded.last_seq,
-            "context_tokens": sessions.c.context_tokens + upsert.excluded.context_tokens,
-        },
-    ).returning(sessions.c.last_seq)
-
-
-_APPEND_UPSERT: Final = {
-    "sqlite": _append_upsert(sqlite.insert),
-    "postgresql": _append_upsert(postgresql.insert),
-}
+    INSERT INTO messages
+        (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload)
+    SELECT :sid, advanced.last_seq - :count + batch.ord, 'item', batch.role, batch.item_type,
+           batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json
+    FROM advanced,
+         unnest(CAST(:roles AS TEXT[]), CAST(:item_types AS TEXT[]),
+                CAST(:tool_names AS TEXT[]), CAST(:call_ids AS TEXT[]),
+                CAST(:token_counts AS INTEGER[]), CAST(:protected AS BOOLEAN[]),
+                CAST(:payloads AS TEXT[]))
+         WITH ORDINALITY
+         AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, ord)
+    RETURNING seq
+    """
+)
 _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
     messages.c.session_id == _sid,
     messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
@@ -258,13 +277,24 @@ def _tx_append(
     encoding: str,
 ) -> list[int]:
     infos = _resolve_tool_names(conn, session_id, infos)
-    params = {
+    params: dict[str, Any] = {
         "sid": session_id,
         "count": len(payloads),
         "tokens": sum(counts),
         "encoding": encoding,
     }
-    last = conn.execute(_APPEND_UPSERT[conn.dialect.name], params).scalar_one()
+    if conn.dialect.name == "postgresql":
+        params.update(
+            roles=[info.role for info in infos],
+            item_types=[info.item_type for info in infos],
+            tool_names=[info.tool_name for info in infos],
+            call_ids=[info.call_id for info in infos],
+            token_counts=counts,
+            protected=[protected or info.protected for info in infos],
+            payloads=payloads,
+        )
+        return sorted(conn.execute(_PG_APPEND, params).scalars())
+    last = conn.execute(_SQLITE_APPEND_UPSERT, params).scalar_one()
     first = last - len(payloads) + 1
     conn.execute(
         _INSERT_MESSAGES,
@@ -489,7 +519,7 @@ class SessionStore:
         counts = [self.estimator.count_item(item) for item in items]
         await self.ensure_ready()
         return await _complete(
-            self.database.write(
+            self.database.write_statement(
                 _tx_append, session_id, payloads, infos, counts, protected, self.estimator.name
             )
         )
