@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
@@ -73,8 +73,31 @@ def is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
+async def finish_despite_cancellation(work: Awaitable[_T]) -> _T:
+    """Await a write to the end even if the caller is cancelled, then re-raise.
+
+    A write cut off half-way would leave the caller unsure whether it happened;
+    finishing it (one short transaction) keeps the outcome knowable. A Future
+    (an executor job) is awaited as is; a coroutine gets a Task.
+    """
+    job = asyncio.ensure_future(work)
+    cancelled = False
+    while not job.done():
+        try:
+            await asyncio.wait({job})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        job.exception()  # retrieve it so it is not reported as unhandled
+        raise asyncio.CancelledError
+    return job.result()
+
+
 class Database(Protocol):
-    """Runs transaction functions against one database."""
+    """Runs transaction functions against one database.
+
+    Writes run to completion even when the awaiting task is cancelled.
+    """
 
     url: URL
     dialect: str
@@ -101,7 +124,12 @@ class Database(Protocol):
 
 
 class SQLiteDatabase:
-    """SQLite: one hop to a worker thread per transaction."""
+    """SQLite: one hop to a worker thread per transaction.
+
+    All writes run on one thread over one persistent connection: SQLite allows a
+    single writer anyway, so queueing in-process is cheaper than spinning on the
+    file lock. Reads use a small pool (WAL lets them run beside the writer).
+    """
 
     dialect = "sqlite"
 
@@ -113,26 +141,37 @@ class SQLiteDatabase:
         self.url = url
         self._memory = is_memory_sqlite(url)
         kwargs.setdefault("connect_args", {"check_same_thread": False})
-        if self._memory:
-            kwargs.setdefault("poolclass", StaticPool)
-        self.engine: Engine = sa.create_engine(url, **kwargs)
-        configure_sqlite(self.engine, busy_timeout_ms, synchronous)
+        self._writer_engine: Engine = sa.create_engine(
+            url, poolclass=StaticPool, pool_reset_on_return=None, **kwargs
+        )
+        configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sessionstore-sqlite-writer")
-        # One shared in-memory connection must never be used by two threads at once.
-        self._readers = (
-            self._writer
-            if self._memory
-            else ThreadPoolExecutor(
+        self._writer_conn: Connection | None = None
+        if self._memory:
+            # One shared in-memory connection must never be used by two threads at once.
+            self.engine = self._writer_engine
+            self._readers = self._writer
+        else:
+            self.engine = sa.create_engine(url, **kwargs)
+            configure_sqlite(self.engine, busy_timeout_ms, synchronous)
+            self._readers = ThreadPoolExecutor(
                 _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
             )
-        )
         self._async_engine: AsyncEngine | None = None
 
     def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
-        with self.engine.connect() as conn:
-            conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
-            with conn.begin():
-                return fn(conn, *args, **kw)
+        if self._writer_conn is None:  # only ever touched on the writer thread
+            self._writer_conn = self._writer_engine.connect().execution_options(
+                **{SQLITE_BEGIN: "IMMEDIATE"}
+            )
+        with self._writer_conn.begin():
+            return fn(self._writer_conn, *args, **kw)
+
+    def _close_writer(self) -> None:
+        if self._writer_conn is not None:
+            self._writer_conn.close()
+            self._writer_conn = None
+        self._writer_engine.dispose()
 
     def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         with self.engine.connect() as conn:
@@ -141,7 +180,8 @@ class SQLiteDatabase:
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, partial(self._write_sync, fn, args, kwargs))
+        job = loop.run_in_executor(self._writer, partial(self._write_sync, fn, args, kwargs))
+        return await finish_despite_cancellation(job)
 
     # SQLite takes the write lock up front either way.
     write_statement = write
@@ -162,7 +202,8 @@ class SQLiteDatabase:
 
     async def dispose(self) -> None:
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._writer, self.engine.dispose)
+        await loop.run_in_executor(self._writer, self._close_writer)
+        await loop.run_in_executor(self._readers, self.engine.dispose)
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         if self._async_engine is not None:
@@ -181,14 +222,20 @@ class PostgresDatabase:
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        async with self.engine.begin() as conn:
-            return await conn.run_sync(fn, *args, **kwargs)
+        return await finish_despite_cancellation(self._run(self.engine, fn, args, kwargs))
 
     async def write_statement(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        async with self._autocommit.connect() as conn:
-            return await conn.run_sync(fn, *args, **kwargs)
+        return await finish_despite_cancellation(self._run(self._autocommit, fn, args, kwargs))
 
-    read = write_statement
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        return await self._run(self._autocommit, fn, args, kwargs)
+
+    @staticmethod
+    async def _run(
+        engine: AsyncEngine, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]
+    ) -> _T:
+        async with engine.connect() as conn, conn.begin():
+            return await conn.run_sync(fn, *args, **kw)
 
     def async_engine(self) -> AsyncEngine:
         return self.engine
@@ -238,4 +285,4 @@ def configure_sqlite(
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
         if mode is not None:
-            conn.exec_driver_sql(f"BEGIN {mode}")
+            conn.connection.driver_connection.execute(f"BEGIN {mode}")  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, TypeAlias, TypeVar
@@ -97,6 +97,34 @@ _SQLITE_APPEND_UPSERT: Final = _sqlite_upsert.on_conflict_do_update(
         "updated_at": sa.func.current_timestamp(),
     },
 ).returning(sessions.c.last_seq)
+
+_ITEM_COLUMNS: Final = (
+    "session_id",
+    "seq",
+    "kind",
+    "role",
+    "item_type",
+    "tool_name",
+    "call_id",
+    "tokens",
+    "protected",
+    "payload",
+)
+
+
+def _sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any) -> str:
+    """Compile a Core statement once for SQLite, checking its positional parameter order."""
+    compiled = statement.compile(dialect=sqlite.dialect(), **compile_kw)
+    assert tuple(compiled.positiontup) == tuple(expected_params), compiled.positiontup
+    return str(compiled)
+
+
+_SQLITE_UPSERT_SQL: Final = _sqlite_sql(
+    _SQLITE_APPEND_UPSERT, ("sid", "count", "tokens", "encoding")
+)
+_SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
+    messages.insert(), _ITEM_COLUMNS, column_keys=list(_ITEM_COLUMNS)
+)
 
 # PostgreSQL appends in ONE statement (one round trip, atomic on its own): the
 # CTE advances the session row (taking its row lock) and the outer INSERT
@@ -216,25 +244,6 @@ def _visible_payloads(rows: Sequence[AnyRow]) -> list[Any]:
     return [row[3] for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
 
 
-async def _complete(awaitable: Awaitable[_T]) -> _T:
-    """Run a write to completion even if the caller is cancelled, then re-raise.
-
-    A write cut off half-way would leave the caller unsure whether it happened;
-    finishing it (it is one short transaction) keeps the outcome knowable.
-    """
-    task = asyncio.ensure_future(awaitable)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        task.exception()  # retrieve it so it is not reported as unhandled
-        raise asyncio.CancelledError
-    return task.result()
-
-
 def _lock_session(conn: Connection, session_id: str) -> AnyRow | None:
     """The session row, locked for this transaction on PostgreSQL.
 
@@ -294,28 +303,34 @@ def _tx_append(
             payloads=payloads,
         )
         return sorted(conn.execute(_PG_APPEND, params).scalars())
-    last = conn.execute(_SQLITE_APPEND_UPSERT, params).scalar_one()
-    first = last - len(payloads) + 1
-    conn.execute(
-        _INSERT_MESSAGES,
-        [
-            {
-                "session_id": session_id,
-                "seq": first + offset,
-                "kind": KIND_ITEM,
-                "role": info.role,
-                "item_type": info.item_type,
-                "tool_name": info.tool_name,
-                "call_id": info.call_id,
-                "tokens": count,
-                "protected": protected or info.protected,
-                "payload": payload,
-            }
-            for offset, (payload, info, count) in enumerate(
-                zip(payloads, infos, counts, strict=True)
-            )
-        ],
-    )
+    # SQLite: SQL compiled once from the Core statements, run on the transaction's
+    # own DBAPI cursor (SQLAlchemy's per-statement work would double an append).
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        (last,) = cursor.execute(_SQLITE_UPSERT_SQL, tuple(params.values())).fetchone()
+        first = last - len(payloads) + 1
+        cursor.executemany(
+            _SQLITE_INSERT_ITEM_SQL,
+            [
+                (
+                    session_id,
+                    first + offset,
+                    KIND_ITEM,
+                    info.role,
+                    info.item_type,
+                    info.tool_name,
+                    info.call_id,
+                    count,
+                    protected or info.protected,
+                    payload,
+                )
+                for offset, (payload, info, count) in enumerate(
+                    zip(payloads, infos, counts, strict=True)
+                )
+            ],
+        )
+    finally:
+        cursor.close()
     return list(range(first, last + 1))
 
 
@@ -518,29 +533,27 @@ class SessionStore:
         infos = [codec.describe(item, names) for item in items]
         counts = [self.estimator.count_item(item) for item in items]
         await self.ensure_ready()
-        return await _complete(
-            self.database.write_statement(
-                _tx_append, session_id, payloads, infos, counts, protected, self.estimator.name
-            )
+        return await self.database.write_statement(
+            _tx_append, session_id, payloads, infos, counts, protected, self.estimator.name
         )
 
     async def pop(self, session_id: str) -> dict[str, Any] | None:
         """Hide and return the newest item of the active context (a tombstone row)."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        return await _complete(self.database.write(_tx_pop, session_id))
+        return await self.database.write(_tx_pop, session_id)
 
     async def clear(self, session_id: str) -> None:
         """Start an empty active context with a clear marker; history stays for audit."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        await _complete(self.database.write(_tx_clear, session_id))
+        await self.database.write(_tx_clear, session_id)
 
     async def delete_session(self, session_id: str) -> bool:
         """Physically delete a session, its rows, archives and events (admin/retention only)."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        return await _complete(self.database.write(_tx_delete, session_id))
+        return await self.database.write(_tx_delete, session_id)
 
     async def record_events(self, batch: Sequence[Event]) -> None:
         """Store events as rows of `events` (the source of truth for exporters)."""
