@@ -113,9 +113,7 @@ messages: Final = sa.Table(
     _created_at(),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),
-    sa.Index(None, "session_id", "call_id"),
-    sa.Index(None, "tool_name"),
-    sa.Index(None, "created_at"),
+    sqlite_with_rowid=False,
 )
 
 compactions: Final = sa.Table(

@@ -154,8 +154,11 @@ _PG_APPEND: Final = sa.text(
     RETURNING seq
     """
 )
+# Calls answered by a later batch are recent: look in the active context only (a
+# range of the primary key), which keeps the lookup bounded without another index.
 _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
     messages.c.session_id == _sid,
+    messages.c.seq >= _start,
     messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
     messages.c.tool_name.is_not(None),
 )

@@ -150,13 +150,10 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("session_id", "seq", name=op.f("pk_messages")),
+        # SQLite: store rows clustered by (session_id, seq), so the active context
+        # is one contiguous b-tree range and an append touches one b-tree, not two.
+        sqlite_with_rowid=False,
     )
-    with op.batch_alter_table("messages", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_messages_created_at"), ["created_at"], unique=False)
-        batch_op.create_index(
-            batch_op.f("ix_messages_session_id_call_id"), ["session_id", "call_id"], unique=False
-        )
-        batch_op.create_index(batch_op.f("ix_messages_tool_name"), ["tool_name"], unique=False)
 
     op.create_table(
         "archives",
@@ -210,11 +207,6 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_archives_created_at"))
 
     op.drop_table("archives")
-    with op.batch_alter_table("messages", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_messages_tool_name"))
-        batch_op.drop_index(batch_op.f("ix_messages_session_id_call_id"))
-        batch_op.drop_index(batch_op.f("ix_messages_created_at"))
-
     op.drop_table("messages")
     op.drop_table("compactions")
     op.drop_table("sessions")
