@@ -1,0 +1,25 @@
+"""The demo scenario on both backends: what it shows must be true."""
+
+from __future__ import annotations
+
+from sessionstore.demo import PROMPTS, run_demo
+
+
+async def test_demo_reloads_the_identical_context_after_restart(db_url: str) -> None:
+    result = await run_demo(db_url)
+    assert len(result.answers) == len(PROMPTS)
+    assert "Lyon" in result.answers[2]
+    assert result.context_after_restart == result.context_before_restart
+    assert result.tokens_after_restart == result.tokens_before_restart > 0
+    assert result.tokens_before_restart == sum(row.tokens for row in result.rows)
+    assert result.tool_calls == [("get_weather", 2)]
+    kinds = [row.item_type for row in result.rows]
+    assert kinds.count("function_call") == kinds.count("function_call_output") == 2
+
+
+async def test_running_the_demo_twice_starts_fresh_but_keeps_history(db_url: str) -> None:
+    first = await run_demo(db_url)
+    second = await run_demo(db_url)
+    assert second.context_after_restart == first.context_after_restart
+    assert second.rows[0].seq > first.rows[-1].seq  # history kept, context restarted
+    assert second.tool_calls == [("get_weather", 4)]
