@@ -210,6 +210,12 @@ async def _timed(call: Awaitable[Any]) -> float:
         gc.enable()
 
 
+def _rotated(contenders: Sequence[Contender], n: int) -> list[Contender]:
+    """Each round starts with a different contender, so position effects cancel out."""
+    k = n % len(contenders)
+    return [*contenders[k:], *contenders[:k]]
+
+
 async def bench_append(contenders: Sequence[Contender], rounds: int) -> dict[str, list[float]]:
     """Per-turn append latency (ms); contenders take turns each round."""
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
@@ -217,7 +223,7 @@ async def bench_append(contenders: Sequence[Contender], rounds: int) -> dict[str
         for c in contenders:
             await c.add_items("append-warmup", turn(warm))
     for n in range(rounds):
-        for c in contenders:
+        for c in _rotated(contenders, n):
             samples[c.name].append(await _timed(c.add_items("append", turn(n))))
     return samples
 
@@ -235,8 +241,8 @@ async def bench_get(
     gc.collect()
     gc.freeze()
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
-    for _ in range(repeats):
-        for c in contenders:
+    for n in range(repeats):
+        for c in _rotated(contenders, n):
             samples[c.name].append(await _timed(c.get_items(sid)))
     return samples
 

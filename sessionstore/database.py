@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
@@ -106,10 +107,6 @@ class Database(Protocol):
         """Run `fn(conn, *args)` in a write transaction and commit."""
         ...
 
-    async def write_statement(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        """Run a write whose every statement is atomic on its own (no BEGIN/COMMIT round trips)."""
-        ...
-
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         """Run `fn(conn, *args)` for reading (single statements see a consistent snapshot)."""
         ...
@@ -183,9 +180,6 @@ class SQLiteDatabase:
         job = loop.run_in_executor(self._writer, partial(self._write_sync, fn, args, kwargs))
         return await finish_despite_cancellation(job)
 
-    # SQLite takes the write lock up front either way.
-    write_statement = write
-
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._readers, partial(self._read_sync, fn, args, kwargs))
@@ -211,7 +205,11 @@ class SQLiteDatabase:
 
 
 class PostgresDatabase:
-    """PostgreSQL through asyncpg; transaction functions run via `run_sync`."""
+    """PostgreSQL through asyncpg; transaction functions run via `run_sync`.
+
+    The append hot path skips SQLAlchemy's async adapter (which costs as much
+    as the round trip itself) and runs one statement on a plain asyncpg pool.
+    """
 
     dialect = "postgresql"
 
@@ -220,12 +218,11 @@ class PostgresDatabase:
         self.engine = create_async_engine(url, **kwargs)
         # Single statements need no BEGIN/COMMIT round trips.
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         return await finish_despite_cancellation(self._run(self.engine, fn, args, kwargs))
-
-    async def write_statement(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        return await finish_despite_cancellation(self._run(self._autocommit, fn, args, kwargs))
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         return await self._run(self._autocommit, fn, args, kwargs)
@@ -237,10 +234,31 @@ class PostgresDatabase:
         async with engine.connect() as conn, conn.begin():
             return await conn.run_sync(fn, *args, **kw)
 
+    async def fetch_statement(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Run one self-contained statement (autocommit) and return its rows."""
+        pool = self._pool or await self._open_pool()
+
+        async def run() -> list[asyncpg.Record]:
+            async with pool.acquire() as conn:
+                rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                return rows
+
+        return await finish_despite_cancellation(run())
+
+    async def _open_pool(self) -> asyncpg.Pool:
+        async with self._pool_lock:
+            if self._pool is None:
+                dsn = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+                self._pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
+            return self._pool
+
     def async_engine(self) -> AsyncEngine:
         return self.engine
 
     async def dispose(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         await self.engine.dispose()
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import items as codec
-from .database import open_database, resolve_url
+from .database import PostgresDatabase, open_database, resolve_url
 from .events import Event
 from .migrations import ensure_schema
 from .schema import (
@@ -129,11 +129,12 @@ _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
 # PostgreSQL appends in ONE statement (one round trip, atomic on its own): the
 # CTE advances the session row (taking its row lock) and the outer INSERT
 # numbers the batch from the new last_seq.
-_PG_APPEND: Final = sa.text(
-    """
+# Placeholders, in order: session id, item count, token sum, encoding, then one
+# array per column (roles, item types, tool names, call ids, tokens, protected, payloads).
+_PG_APPEND_SQL: Final = """
     WITH advanced AS (
         INSERT INTO sessions (session_id, last_seq, context_tokens, token_encoding)
-        VALUES (:sid, :count, :tokens, :encoding)
+        VALUES ($1, $2, $3, $4)
         ON CONFLICT (session_id) DO UPDATE SET
             last_seq = sessions.last_seq + EXCLUDED.last_seq,
             context_tokens = sessions.context_tokens + EXCLUDED.context_tokens,
@@ -142,18 +143,17 @@ _PG_APPEND: Final = sa.text(
     )
     INSERT INTO messages
         (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload)
-    SELECT :sid, advanced.last_seq - :count + batch.ord, 'item', batch.role, batch.item_type,
+    SELECT $1, advanced.last_seq - $2 + batch.ord, 'item', batch.role, batch.item_type,
            batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json
     FROM advanced,
-         unnest(CAST(:roles AS TEXT[]), CAST(:item_types AS TEXT[]),
-                CAST(:tool_names AS TEXT[]), CAST(:call_ids AS TEXT[]),
-                CAST(:token_counts AS INTEGER[]), CAST(:protected AS BOOLEAN[]),
-                CAST(:payloads AS TEXT[]))
+         unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
+                CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
+                CAST($9 AS INTEGER[]), CAST($10 AS BOOLEAN[]),
+                CAST($11 AS TEXT[]))
          WITH ORDINALITY
          AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, ord)
     RETURNING seq
-    """
-)
+"""
 # Calls answered by a later batch are recent: look in the active context only (a
 # range of the primary key), which keeps the lookup bounded without another index.
 _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
@@ -256,30 +256,12 @@ def _lock_session(conn: Connection, session_id: str) -> AnyRow | None:
     return conn.execute(stmt, {"sid": session_id}).first()
 
 
-def _resolve_tool_names(
-    conn: Connection, session_id: str, infos: list[codec.ItemInfo]
-) -> list[codec.ItemInfo]:
-    """Name the tool on outputs whose call was appended in an earlier batch."""
-    missing = sorted(
-        {
-            info.call_id
-            for info in infos
-            if info.tool_name is None and info.call_id and codec.is_tool_output(info)
-        }
-    )
-    if not missing:
-        return infos
-    rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": missing})
-    known: dict[str, str] = {call_id: name for call_id, name in rows}
-    return [
-        replace(info, tool_name=known[info.call_id])
-        if info.tool_name is None and info.call_id in known
-        else info
-        for info in infos
-    ]
+def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
+    rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": call_ids})
+    return {call_id: name for call_id, name in rows}
 
 
-def _tx_append(
+def _tx_append_sqlite(
     conn: Connection,
     session_id: str,
     payloads: list[str],
@@ -288,29 +270,13 @@ def _tx_append(
     protected: bool,
     encoding: str,
 ) -> list[int]:
-    infos = _resolve_tool_names(conn, session_id, infos)
-    params: dict[str, Any] = {
-        "sid": session_id,
-        "count": len(payloads),
-        "tokens": sum(counts),
-        "encoding": encoding,
-    }
-    if conn.dialect.name == "postgresql":
-        params.update(
-            roles=[info.role for info in infos],
-            item_types=[info.item_type for info in infos],
-            tool_names=[info.tool_name for info in infos],
-            call_ids=[info.call_id for info in infos],
-            token_counts=counts,
-            protected=[protected or info.protected for info in infos],
-            payloads=payloads,
-        )
-        return sorted(conn.execute(_PG_APPEND, params).scalars())
-    # SQLite: SQL compiled once from the Core statements, run on the transaction's
-    # own DBAPI cursor (SQLAlchemy's per-statement work would double an append).
+    """SQLite append: SQL compiled once from the Core statements, run on the transaction's
+    own DBAPI cursor (SQLAlchemy's per-statement work would double an append)."""
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
-        (last,) = cursor.execute(_SQLITE_UPSERT_SQL, tuple(params.values())).fetchone()
+        (last,) = cursor.execute(
+            _SQLITE_UPSERT_SQL, (session_id, len(payloads), sum(counts), encoding)
+        ).fetchone()
         first = last - len(payloads) + 1
         cursor.executemany(
             _SQLITE_INSERT_ITEM_SQL,
@@ -536,9 +502,51 @@ class SessionStore:
         infos = [codec.describe(item, names) for item in items]
         counts = [self.estimator.count_item(item) for item in items]
         await self.ensure_ready()
-        return await self.database.write_statement(
-            _tx_append, session_id, payloads, infos, counts, protected, self.estimator.name
+        infos = await self._name_late_outputs(session_id, infos)
+        if isinstance(self.database, PostgresDatabase):
+            rows = await self.database.fetch_statement(
+                _PG_APPEND_SQL,
+                session_id,
+                len(payloads),
+                sum(counts),
+                self.estimator.name,
+                [info.role for info in infos],
+                [info.item_type for info in infos],
+                [info.tool_name for info in infos],
+                [info.call_id for info in infos],
+                counts,
+                [protected or info.protected for info in infos],
+                payloads,
+            )
+            return sorted(row[0] for row in rows)
+        return await self.database.write(
+            _tx_append_sqlite, session_id, payloads, infos, counts, protected, self.estimator.name
         )
+
+    async def _name_late_outputs(
+        self, session_id: str, infos: list[codec.ItemInfo]
+    ) -> list[codec.ItemInfo]:
+        """Name the tool on outputs whose call was appended in an earlier batch.
+
+        Names of earlier calls never change, so this read need not share the
+        append's transaction; it only happens when such an output arrives.
+        """
+        missing = sorted(
+            {
+                info.call_id
+                for info in infos
+                if info.tool_name is None and info.call_id and codec.is_tool_output(info)
+            }
+        )
+        if not missing:
+            return infos
+        known = await self.database.read(_read_call_names, session_id, missing)
+        return [
+            replace(info, tool_name=known[info.call_id])
+            if info.tool_name is None and info.call_id in known
+            else info
+            for info in infos
+        ]
 
     async def pop(self, session_id: str) -> dict[str, Any] | None:
         """Hide and return the newest item of the active context (a tombstone row)."""
