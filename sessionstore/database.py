@@ -164,6 +164,28 @@ class SQLiteDatabase:
         with self._writer_conn.begin():
             return fn(self._writer_conn, *args, **kw)
 
+    def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        if self._writer_conn is None:
+            self._writer_conn = self._writer_engine.connect().execution_options(
+                **{SQLITE_BEGIN: "IMMEDIATE"}
+            )
+        raw = self._writer_conn.connection.driver_connection
+        assert raw is not None and not self._writer_conn.in_transaction()
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(raw, *args)
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        raw.execute("COMMIT")
+        return result
+
+    async def write_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
+        """Run `fn(sqlite3_connection, *args)` in one BEGIN IMMEDIATE transaction (hot path)."""
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self._writer, partial(self._write_driver_sync, fn, args))
+        return await finish_despite_cancellation(job)
+
     def _close_writer(self) -> None:
         if self._writer_conn is not None:
             self._writer_conn.close()

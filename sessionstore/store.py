@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -262,7 +263,7 @@ def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> 
 
 
 def _tx_append_sqlite(
-    conn: Connection,
+    conn: sqlite3.Connection,
     session_id: str,
     payloads: list[str],
     infos: list[codec.ItemInfo],
@@ -270,9 +271,9 @@ def _tx_append_sqlite(
     protected: bool,
     encoding: str,
 ) -> list[int]:
-    """SQLite append: SQL compiled once from the Core statements, run on the transaction's
-    own DBAPI cursor (SQLAlchemy's per-statement work would double an append)."""
-    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    """SQLite append: SQL compiled once from the Core statements, run on the driver
+    connection (SQLAlchemy's per-statement work would double an append)."""
+    cursor = conn.cursor()
     try:
         (last,) = cursor.execute(
             _SQLITE_UPSERT_SQL, (session_id, len(payloads), sum(counts), encoding)
@@ -519,7 +520,7 @@ class SessionStore:
                 payloads,
             )
             return sorted(row[0] for row in rows)
-        return await self.database.write(
+        return await self.database.write_driver(
             _tx_append_sqlite, session_id, payloads, infos, counts, protected, self.estimator.name
         )
 
