@@ -105,3 +105,77 @@ def call_names_in(items: list[Mapping[str, Any]]) -> dict[str, str]:
 def is_tool_output(info: ItemInfo) -> bool:
     """True for rows that answer a tool call (their tool name may live on another row)."""
     return info.role == "tool" or (info.item_type or "").endswith("_output")
+
+
+# ---------------------------------------------------------------- item shapes
+# Compaction and context hygiene need the same few facts about an item in either
+# format (Responses items or Chat Completions messages); they live here, once.
+
+_TEXT_PART_KEYS = ("text", "refusal")
+
+
+def role_of(item: Mapping[str, Any]) -> str | None:
+    """The item's role, for message-like items (both formats)."""
+    return _as_str(item.get("role"))
+
+
+def calls_in(item: Mapping[str, Any]) -> list[str]:
+    """Call ids of the tool calls this item makes (a Responses *_call item, or a Chat
+    Completions assistant message with `tool_calls`)."""
+    item_type = _as_str(item.get("type")) or ""
+    call_id = _as_str(item.get("call_id"))
+    if call_id is not None and item_type.endswith("_call"):
+        return [call_id]
+    tool_calls = item.get("tool_calls")
+    if isinstance(tool_calls, list):
+        return [
+            call["id"]
+            for call in tool_calls
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+        ]
+    return []
+
+
+def answered_call(item: Mapping[str, Any]) -> str | None:
+    """The call id this item answers (a *_output item, or a Chat Completions tool message)."""
+    item_type = _as_str(item.get("type")) or ""
+    if item_type.endswith("_output"):
+        return _as_str(item.get("call_id"))
+    if item.get("role") == "tool":
+        return _as_str(item.get("tool_call_id"))
+    return None
+
+
+def _parts_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping):
+            texts.extend(part[key] for key in _TEXT_PART_KEYS if isinstance(part.get(key), str))
+    return "\n".join(texts)
+
+
+def text_of(item: Mapping[str, Any]) -> str:
+    """The human-readable text of an item: message content, call arguments, tool output,
+    reasoning summary. Used for summarizing and for truncation; never raises."""
+    item_type = _as_str(item.get("type")) or ""
+    if item_type.endswith("_call") or item_type == "function_call":
+        arguments = item.get("arguments", item.get("input", ""))
+        return f"{item.get('name', item_type)}({arguments if isinstance(arguments, str) else ''})"
+    if item_type.endswith("_output"):
+        return _parts_text(item.get("output"))
+    if item_type == "reasoning":
+        return _parts_text(item.get("summary"))
+    text = _parts_text(item.get("content"))
+    tool_calls = item.get("tool_calls")
+    if isinstance(tool_calls, list):
+        for call in tool_calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                text += f"\n{function.get('name')}({function.get('arguments', '')})"
+    return text.strip()

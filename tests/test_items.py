@@ -10,7 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionstore.errors import InvalidItemError
-from sessionstore.items import call_names_in, describe, encode_payload, is_tool_output
+from sessionstore.items import (
+    answered_call,
+    call_names_in,
+    calls_in,
+    describe,
+    encode_payload,
+    is_tool_output,
+    role_of,
+    text_of,
+)
 
 
 def test_payload_is_compact_unicode_json() -> None:
@@ -101,3 +110,31 @@ _json = st.recursive(
 def test_describe_never_raises_and_payload_round_trips(item: dict[str, Any]) -> None:
     describe(item, call_names_in([item]))
     assert json.loads(encode_payload(item, 0)) == item
+
+
+def test_shapes_of_both_formats() -> None:
+    call = {"type": "function_call", "name": "grep", "call_id": "c1", "arguments": '{"q":"x"}'}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "3 hits"}
+    chat_call = {
+        "role": "assistant",
+        "content": "checking",
+        "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            {"id": "t2", "type": "function", "function": {"name": "cat", "arguments": "{}"}},
+        ],
+    }
+    chat_out = {"role": "tool", "tool_call_id": "t2", "content": "file body"}
+    user = {"role": "user", "content": [{"type": "input_text", "text": "hello"}]}
+    assert (calls_in(call), answered_call(call)) == (["c1"], None)
+    assert (calls_in(output), answered_call(output)) == ([], "c1")
+    assert calls_in(chat_call) == ["t1", "t2"] and answered_call(chat_out) == "t2"
+    assert calls_in(user) == [] and answered_call(user) is None
+    assert text_of(call) == 'grep({"q":"x"})'
+    assert text_of(output) == "3 hits"
+    assert text_of(user) == "hello"
+    assert text_of(chat_call) == "checking\nls({})\ncat({})"
+    assert (
+        text_of({"type": "reasoning", "summary": [{"type": "summary_text", "text": "why"}]})
+        == "why"
+    )
+    assert role_of(user) == "user" and role_of(call) is None

@@ -1,0 +1,1 @@
+"""Context compaction: policies, summarizers, context hygiene and the compaction service."""

@@ -1,0 +1,82 @@
+"""The Summarizer protocol and the failures the compaction service knows how to handle.
+
+The service reacts to each failure kind as spec 002 asks: too long -> retry at
+half max_tokens (twice), refused -> retry with the `brief` strategy, tool calls,
+unavailable or anything else -> prune-only, input too large -> trim the oldest
+items and retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What to summarize and how."""
+
+    items: Sequence[Mapping[str, Any]]  # the items being replaced, oldest first
+    prior_summary: str | None  # the previous summary: the state to update, not to re-summarize
+    strategy: str  # e.g. "task_state"
+    instructions: str  # the strategy's prompt template
+    max_tokens: int  # the summary must fit in this many tokens
+    keep_keys: Sequence[str] = field(default_factory=tuple)  # facts to carry verbatim
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summary the service can store (without the <COMPACT-SUMMARY vN> prefix)."""
+
+    text: str
+    model: str | None = None
+    output_tokens: int | None = None
+
+
+class SummarizerError(Exception):
+    """The summarizer could not produce a usable summary; `kind` names why."""
+
+    kind = "error"
+
+
+class SummarizerUnavailableError(SummarizerError):
+    """Network failure, timeout, 5xx, rate limit: nothing usable came back."""
+
+    kind = "unavailable"
+
+
+class SummaryTooLongError(SummarizerError):
+    """The reply was cut at max_tokens or exceeds it."""
+
+    kind = "too_long"
+
+
+class SummaryRefusedError(SummarizerError):
+    """The model refused (content policy or an explicit refusal)."""
+
+    kind = "refused"
+
+
+class SummaryToolCallError(SummarizerError):
+    """The model answered with tool calls: summarization must be tool-free."""
+
+    kind = "tool_calls"
+
+
+class SummarizerInputTooLargeError(SummarizerError):
+    """The request exceeded the summarizer's own context window."""
+
+    kind = "input_too_large"
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns replaced items (plus the prior summary) into a new summary."""
+
+    name: str  # e.g. "extractive" or "openai:gpt-4o-mini"
+    input_window: int | None  # tokens the summarizer accepts; None means unbounded
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Return a summary or raise a SummarizerError subclass."""
+        ...
