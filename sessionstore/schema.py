@@ -78,6 +78,8 @@ sessions: Final = sa.Table(
     sa.Column("context_start_seq", sa.BigInteger, nullable=False, server_default="1"),
     # Running token total of the active context, so pre-flight checks are O(1).
     sa.Column("context_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    # Visible items in the active context (what load_context returns).
+    sa.Column("context_items", sa.Integer, nullable=False, server_default="0"),
     sa.Column("compaction_count", sa.Integer, nullable=False, server_default="0"),
     # Which estimator counted `tokens` on this session's rows (e.g. tiktoken:o200k_base).
     sa.Column("token_encoding", sa.Text, nullable=True),

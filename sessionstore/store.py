@@ -86,6 +86,7 @@ _SESSION_FOR_UPDATE: Final = _SESSION.with_for_update()
 _sqlite_upsert = sqlite.insert(sessions).values(
     session_id=_sid,
     last_seq=sa.bindparam("count"),
+    context_items=sa.bindparam("count"),
     context_tokens=sa.bindparam("tokens"),
     token_encoding=sa.bindparam("encoding"),
 )
@@ -94,6 +95,7 @@ _SQLITE_APPEND_UPSERT: Final = _sqlite_upsert.on_conflict_do_update(
     index_elements=[sessions.c.session_id],
     set_={
         "last_seq": sessions.c.last_seq + _sqlite_upsert.excluded.last_seq,
+        "context_items": sessions.c.context_items + _sqlite_upsert.excluded.context_items,
         "context_tokens": sessions.c.context_tokens + _sqlite_upsert.excluded.context_tokens,
         "updated_at": sa.func.current_timestamp(),
     },
@@ -121,7 +123,7 @@ def _sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: An
 
 
 _SQLITE_UPSERT_SQL: Final = _sqlite_sql(
-    _SQLITE_APPEND_UPSERT, ("sid", "count", "tokens", "encoding")
+    _SQLITE_APPEND_UPSERT, ("sid", "count", "tokens", "count", "encoding")
 )
 _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
     messages.insert(), _ITEM_COLUMNS, column_keys=list(_ITEM_COLUMNS)
@@ -134,17 +136,18 @@ _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
 # array per column (roles, item types, tool names, call ids, tokens, protected, payloads).
 _PG_APPEND_SQL: Final = """
     WITH advanced AS (
-        INSERT INTO sessions (session_id, last_seq, context_tokens, token_encoding)
-        VALUES ($1, $2, $3, $4)
+        INSERT INTO sessions (session_id, last_seq, context_items, context_tokens, token_encoding)
+        VALUES ($1, $2::bigint, $2::int, $3, $4)
         ON CONFLICT (session_id) DO UPDATE SET
             last_seq = sessions.last_seq + EXCLUDED.last_seq,
+            context_items = sessions.context_items + EXCLUDED.context_items,
             context_tokens = sessions.context_tokens + EXCLUDED.context_tokens,
             updated_at = CURRENT_TIMESTAMP
         RETURNING last_seq
     )
     INSERT INTO messages
         (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload)
-    SELECT $1, advanced.last_seq - $2 + batch.ord, 'item', batch.role, batch.item_type,
+    SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
            batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
@@ -200,6 +203,7 @@ class SessionInfo:
     last_seq: int
     context_start_seq: int
     context_tokens: int
+    context_items: int
     compaction_count: int
     token_encoding: str | None
 
@@ -276,7 +280,7 @@ def _tx_append_sqlite(
     cursor = conn.cursor()
     try:
         (last,) = cursor.execute(
-            _SQLITE_UPSERT_SQL, (session_id, len(payloads), sum(counts), encoding)
+            _SQLITE_UPSERT_SQL, (session_id, len(payloads), sum(counts), len(payloads), encoding)
         ).fetchone()
         first = last - len(payloads) + 1
         cursor.executemany(
@@ -344,6 +348,7 @@ def _tx_pop(conn: Connection, session_id: str) -> dict[str, Any] | None:
         {
             "sid": session_id,
             "last_seq": seq,
+            "context_items": max(session.context_items - 1, 0),
             "context_tokens": max(session.context_tokens - target.tokens, 0),
         },
     )
@@ -362,6 +367,7 @@ def _tx_clear(conn: Connection, session_id: str) -> None:
             "sid": session_id,
             "last_seq": seq,
             "context_start_seq": seq + 1,
+            "context_items": 0,
             "context_tokens": 0,
         },
     )

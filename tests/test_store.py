@@ -348,3 +348,5 @@ async def test_store_matches_a_list_model(db_url: str, ops: list[Any], limit: in
         )
         seqs = [row.seq for row in await store.history(sid)]
         assert seqs == list(range(1, len(seqs) + 1))
+        info = await store.session_info(sid)
+        assert (info.context_items if info else 0) == len(model)

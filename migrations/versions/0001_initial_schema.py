@@ -70,6 +70,7 @@ def upgrade() -> None:
         sa.Column("last_seq", sa.BigInteger(), server_default="0", nullable=False),
         sa.Column("context_start_seq", sa.BigInteger(), server_default="1", nullable=False),
         sa.Column("context_tokens", sa.BigInteger(), server_default="0", nullable=False),
+        sa.Column("context_items", sa.Integer(), server_default="0", nullable=False),
         sa.Column("compaction_count", sa.Integer(), server_default="0", nullable=False),
         sa.Column("token_encoding", sa.Text(), nullable=True),
         sa.Column("metadata", sa.JSON(), nullable=True),
