@@ -1,0 +1,268 @@
+"""Context hygiene: every call answered once, every output preceded by its call, no `meta`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessionstore.compaction.normalize import (
+    ABORTED_OUTPUT,
+    NormalizeReport,
+    ensure_call_outputs_present,
+    normalize,
+    remove_orphan_outputs,
+)
+from sessionstore.items import answered_call, calls_in
+
+Item = dict[str, Any]
+
+
+def user(text: str, **extra: Any) -> Item:
+    return {"role": "user", "content": text, **extra}
+
+
+def fcall(call_id: str, name: str = "shell") -> Item:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
+
+
+def fout(call_id: str, output: str = "ok") -> Item:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def chat_call(*call_ids: str) -> Item:
+    calls = [
+        {"id": c, "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        for c in call_ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def chat_out(call_id: str, content: str = "ok") -> Item:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def aborted(call_id: str) -> Item:
+    return fout(call_id, ABORTED_OUTPUT)
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+def test_interrupted_sdk_tool_call_gets_an_aborted_output_right_after_it() -> None:
+    history = [
+        user("list the repo"),
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        fcall("call_1"),
+        # the process died here; the user came back later
+        user("are you still there?"),
+    ]
+    report = normalize(history)
+    assert report.items == [*history[:3], aborted("call_1"), history[3]]
+    assert report.synthesized == ("call_1",)
+    assert report.changed
+
+
+def test_parallel_calls_keep_together_and_the_aborted_output_follows_existing_outputs() -> None:
+    history = [user("go"), fcall("a"), fcall("b"), fout("b"), user("next")]
+    assert ensure_call_outputs_present(history) == [*history[:4], aborted("a"), history[4]]
+
+
+def test_synthetic_output_types_match_their_call_types() -> None:
+    history: list[Item] = [
+        {"type": "custom_tool_call", "call_id": "c1", "name": "patch", "input": "x"},
+        {"type": "local_shell_call", "id": "ls", "call_id": "c2", "action": {}, "status": "done"},
+        {"type": "apply_patch_call", "call_id": "c3", "operation": {}, "status": "completed"},
+    ]
+    assert ensure_call_outputs_present(history)[3:] == [
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": ABORTED_OUTPUT},
+        {"type": "local_shell_call_output", "call_id": "c2", "output": ABORTED_OUTPUT},
+        {
+            "type": "apply_patch_call_output",
+            "status": "failed",
+            "call_id": "c3",
+            "output": ABORTED_OUTPUT,
+        },
+    ]
+
+
+def test_orphan_computer_call_is_dropped_because_no_screenshot_can_be_faked() -> None:
+    orphan = {"type": "computer_call", "call_id": "cc1", "action": {"type": "click"}}
+    answered = {"type": "computer_call", "call_id": "cc2", "action": {"type": "click"}}
+    screenshot = {
+        "type": "computer_call_output",
+        "call_id": "cc2",
+        "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA=="},
+    }
+    report = normalize([user("click"), orphan, answered, screenshot])
+    assert report.items == [user("click"), answered, screenshot]
+    assert report.dropped_calls == ("cc1",)
+    assert report.synthesized == ()
+
+
+def test_chat_missing_tool_message_goes_after_the_existing_ones() -> None:
+    history = [user("go"), chat_call("a", "b"), chat_out("a"), user("next"), chat_call("c")]
+    assert ensure_call_outputs_present(history) == [
+        *history[:3],
+        {"role": "tool", "tool_call_id": "b", "content": ABORTED_OUTPUT},
+        history[3],
+        history[4],
+        {"role": "tool", "tool_call_id": "c", "content": ABORTED_OUTPUT},
+    ]
+
+
+def test_orphan_output_from_a_half_compacted_history_is_dropped() -> None:
+    history = [
+        {"role": "developer", "content": "<COMPACT-SUMMARY v1> ran the tests"},
+        fout("call_compacted_away", "10 passed"),
+        chat_out("chat_compacted_away"),
+        user("thanks"),
+    ]
+    report = normalize(history)
+    assert report.items == [history[0], history[3]]
+    assert report.dropped_outputs == ("call_compacted_away", "chat_compacted_away")
+    assert remove_orphan_outputs(history) == report.items
+
+
+def test_output_before_its_call_and_a_duplicate_output_are_dropped() -> None:
+    history = [fout("a", "early"), fcall("a"), fout("a", "first"), fout("a", "again")]
+    report = normalize(history)
+    assert report.items == [fcall("a"), fout("a", "first")]
+    assert report.dropped_outputs == ("a", "a")
+
+
+def test_meta_is_stripped_copy_on_write() -> None:
+    marked = user("remember the port is 8080", meta={"protected": True})
+    plain = user("hi")
+    history = [marked, plain]
+    report = normalize(history)
+    assert report.items == [user("remember the port is 8080"), plain]
+    assert report.items[1] is plain  # unchanged items are shared, not copied
+    assert marked["meta"] == {"protected": True}  # the caller's item is untouched
+    assert not report.changed  # stripping meta is routine, not a repair
+
+
+def test_clean_history_is_reported_unchanged_and_shares_items() -> None:
+    history = [user("go"), fcall("a"), fout("a"), chat_call("b"), chat_out("b")]
+    report = normalize(history)
+    assert report == NormalizeReport(items=history)
+    assert all(new is old for new, old in zip(report.items, history, strict=True))
+    assert not report.changed
+
+
+def test_normalize_never_mutates_its_input() -> None:
+    history = [fout("x"), fcall("a"), user("u", meta={"protected": True}), chat_call("b")]
+    snapshot = copy.deepcopy(history)
+    normalize(history)
+    ensure_call_outputs_present(history)
+    remove_orphan_outputs(history)
+    assert history == snapshot
+
+
+# ------------------------------------------------------------------------------ properties
+
+_RESPONSES_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call", "computer_call")
+_RESPONSES_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Item]:
+    """Random interleavings of calls (unique ids), outputs (to known, unknown, repeated or later
+    ids) and plain items, in the Responses or Chat Completions format."""
+    chat = draw(st.booleans())
+    ids = [f"call_{n}" for n in range(draw(st.integers(0, 8)))]
+    calls: list[Item] = []
+    if chat:
+        remaining = list(ids)
+        while remaining:
+            take = draw(st.integers(1, len(remaining)))
+            calls.append(chat_call(*remaining[:take]))
+            remaining = remaining[take:]
+    else:
+        for call_id in ids:
+            kind = draw(st.sampled_from(_RESPONSES_CALL_TYPES))
+            calls.append({"type": kind, "call_id": call_id})
+    answer_ids = st.sampled_from([*ids, "ghost"]) if ids else st.just("ghost")
+    outputs = [
+        chat_out(call_id)
+        if chat
+        else {"type": draw(st.sampled_from(_RESPONSES_OUTPUT_TYPES)), "call_id": call_id}
+        for call_id in draw(st.lists(answer_ids, max_size=10))
+    ]
+    plain = [
+        user(f"m{n}", meta={"protected": True}) if draw(st.booleans()) else user(f"m{n}")
+        for n in range(draw(st.integers(0, 4)))
+    ]
+    if not chat:
+        plain.append({"type": "reasoning", "id": "rs", "summary": []})
+    # Interleave: calls keep their order, the rest go anywhere.
+    history = list(calls)
+    for item in [*outputs, *plain]:
+        history.insert(draw(st.integers(0, len(history))), item)
+    return history
+
+
+def _assert_well_paired(items: list[Item]) -> None:
+    for index, item in enumerate(items):
+        for call_id in calls_in(item):
+            later = [answered_call(other) for other in items[index + 1 :]]
+            assert later.count(call_id) == 1, (call_id, items)
+        answer = answered_call(item)
+        if answer is not None:
+            earlier = [c for other in items[:index] for c in calls_in(other)]
+            assert answer in earlier, (answer, items)
+
+
+def _without_meta(item: Item) -> Item:
+    return {key: value for key, value in item.items() if key != "meta"}
+
+
+def _non_tool(items: list[Item]) -> list[Item]:
+    return [
+        _without_meta(item) for item in items if not calls_in(item) and answered_call(item) is None
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_normalize_pairs_every_call_and_output(history: list[Item]) -> None:
+    snapshot = copy.deepcopy(history)
+    report = normalize(history)
+    assert history == snapshot
+    _assert_well_paired(report.items)
+    assert _non_tool(report.items) == _non_tool(history)
+    assert not any("meta" in item for item in report.items)
+    # The report accounts for every change in length.
+    assert len(report.items) == (
+        len(history)
+        + len(report.synthesized)
+        - len(report.dropped_outputs)
+        - len(report.dropped_calls)
+    )
+    if not report.changed:
+        assert report.items == [_without_meta(item) for item in history]
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_normalize_is_idempotent(history: list[Item]) -> None:
+    once = normalize(history)
+    twice = normalize(once.items)
+    assert twice.items == once.items
+    assert not twice.changed
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories())
+def test_each_half_does_its_own_job(history: list[Item]) -> None:
+    without_orphans = remove_orphan_outputs(history)
+    for index, item in enumerate(without_orphans):
+        answer = answered_call(item)
+        if answer is not None:
+            assert answer in [c for other in without_orphans[:index] for c in calls_in(other)]
+    completed = ensure_call_outputs_present(history)
+    for index, item in enumerate(completed):
+        for call_id in calls_in(item):
+            assert call_id in [answered_call(other) for other in completed[index + 1 :]]
