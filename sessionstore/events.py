@@ -57,6 +57,5 @@ class Event:
             "payload": self.as_dict(),
         }
         for name, column in _TYPED_COLUMNS.items():
-            if name in self.fields:
-                values[column] = self.fields[name]
+            values[column] = self.fields.get(name)  # every key present: rows batch together
         return values

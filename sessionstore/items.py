@@ -8,7 +8,7 @@ be queried with plain SQL without parsing JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +81,7 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
     return ItemInfo(role, item_type, tool_name, call_id, protected)
 
 
-def call_names_in(items: list[Mapping[str, Any]]) -> dict[str, str]:
+def call_names_in(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Map call id -> tool name for every tool call in a batch (both item formats)."""
     names: dict[str, str] = {}
     for item in items:

@@ -15,30 +15,44 @@ from agents.memory.session_settings import (
 )
 from sqlalchemy.engine import URL
 
+from .compaction.tracking import track_load, track_save
 from .store import SessionStore
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
+
+    from .compaction.service import CompactManager
 
 
 class SQLSession:
     """One conversation's memory, stored as append-only rows.
 
     Many SQLSession objects can share one SessionStore (one connection pool).
+    Bound to a CompactManager, it truncates large tool outputs as they are
+    stored and compacts at turn boundaries when the context crosses the trigger.
     """
 
     def __init__(
         self,
         session_id: str,
-        store: SessionStore,
+        store: SessionStore | None = None,
         *,
+        manager: CompactManager | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         owns_store: bool = False,
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
+        if store is None and manager is None:
+            raise TypeError("SQLSession needs a store, a manager (whose store it uses), or both")
+        if store is not None and manager is not None and manager.store is not store:
+            raise ValueError(
+                "the manager compacts a different SessionStore than this session writes to; "
+                "pass manager=CompactManager(CompactConfig(storage=store)) for this store"
+            )
         self.session_id = session_id
-        self.store = store
+        self.manager = manager
+        self.store: SessionStore = store if store is not None else manager.store  # type: ignore[union-attr]
         self.session_settings: SessionSettings | None = (
             coerce_session_settings(session_settings)
             if session_settings is not None
@@ -66,11 +80,19 @@ class SQLSession:
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The active context; `limit` (or session_settings.limit) keeps the newest N."""
         effective = resolve_session_limit(limit, self.session_settings)
-        return await self.store.load_context(self.session_id, effective)  # type: ignore[return-value]
+        items = await self.store.load_context(self.session_id, effective)
+        track_load(self.session_id, id(self.store), len(items))
+        return items  # type: ignore[return-value]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items (all or nothing)."""
-        await self.store.append(self.session_id, items)
+        """Append items (all or nothing); with a manager, truncate and maybe compact."""
+        if self.manager is None:
+            await self.store.append(self.session_id, items)
+        else:
+            await self.manager.append(self.session_id, items)
+        track_save(self.session_id, id(self.store), len(items))
+        if self.manager is not None and items:
+            await self.manager.maybe_compact(self.session_id)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded as a tombstone row)."""

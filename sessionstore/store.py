@@ -22,11 +22,12 @@ from datetime import datetime
 from typing import Any, Final, TypeAlias, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import items as codec
+from .archive.codec import COMPRESSION, PLAIN_FORMAT, encode_archive
 from .database import PostgresDatabase, open_database, resolve_url
 from .events import Event
 from .migrations import ensure_schema
@@ -35,6 +36,7 @@ from .schema import (
     KIND_ITEM,
     KIND_TOMBSTONE,
     VISIBLE_KINDS,
+    archives,
     events,
     messages,
     sessions,
@@ -67,6 +69,11 @@ _ACTIVE_ROWS: Final = (
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
     .order_by(messages.c.seq)
 )
+_ROWS_AFTER: Final = (
+    sa.select(*_ROW_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq > sa.bindparam("after"))
+    .order_by(messages.c.seq)
+)
 _HISTORY: Final = (
     sa.select(*_ROW_COLUMNS).where(messages.c.session_id == _sid).order_by(messages.c.seq)
 )
@@ -83,23 +90,33 @@ _UPDATE_SESSION: Final = (
 _SESSION_FOR_UPDATE: Final = _SESSION.with_for_update()
 
 
-_sqlite_upsert = sqlite.insert(sessions).values(
-    session_id=_sid,
-    last_seq=sa.bindparam("count"),
-    context_items=sa.bindparam("count"),
-    context_tokens=sa.bindparam("tokens"),
-    token_encoding=sa.bindparam("encoding"),
-)
-# SQLite: create-or-advance the session row and return the new last_seq.
-_SQLITE_APPEND_UPSERT: Final = _sqlite_upsert.on_conflict_do_update(
-    index_elements=[sessions.c.session_id],
-    set_={
-        "last_seq": sessions.c.last_seq + _sqlite_upsert.excluded.last_seq,
-        "context_items": sessions.c.context_items + _sqlite_upsert.excluded.context_items,
-        "context_tokens": sessions.c.context_tokens + _sqlite_upsert.excluded.context_tokens,
-        "updated_at": sa.func.current_timestamp(),
-    },
-).returning(sessions.c.last_seq)
+def _append_upsert(insert: Any) -> Any:
+    """Create-or-advance the session row for an append; returns the new last_seq.
+
+    On PostgreSQL the upsert also takes the session's row lock for the transaction.
+    """
+    upsert = insert(sessions).values(
+        session_id=_sid,
+        last_seq=sa.bindparam("count"),
+        context_items=sa.bindparam("count"),
+        context_tokens=sa.bindparam("tokens"),
+        token_encoding=sa.bindparam("encoding"),
+    )
+    return upsert.on_conflict_do_update(
+        index_elements=[sessions.c.session_id],
+        set_={
+            "last_seq": sessions.c.last_seq + upsert.excluded.last_seq,
+            "context_items": sessions.c.context_items + upsert.excluded.context_items,
+            "context_tokens": sessions.c.context_tokens + upsert.excluded.context_tokens,
+            "updated_at": sa.func.current_timestamp(),
+        },
+    ).returning(sessions.c.last_seq)
+
+
+_APPEND_UPSERT: Final = {
+    "sqlite": _append_upsert(sqlite.insert),
+    "postgresql": _append_upsert(postgresql.insert),
+}
 
 _ITEM_COLUMNS: Final = (
     "session_id",
@@ -123,7 +140,7 @@ def _sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: An
 
 
 _SQLITE_UPSERT_SQL: Final = _sqlite_sql(
-    _SQLITE_APPEND_UPSERT, ("sid", "count", "tokens", "count", "encoding")
+    _APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
 _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
     messages.insert(), _ITEM_COLUMNS, column_keys=list(_ITEM_COLUMNS)
@@ -252,13 +269,20 @@ def _visible_payloads(rows: Sequence[AnyRow]) -> list[Any]:
     return [row[3] for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
 
 
-def _lock_session(conn: Connection, session_id: str) -> AnyRow | None:
+def lock_session(conn: Connection, session_id: str) -> AnyRow | None:
     """The session row, locked for this transaction on PostgreSQL.
 
     On SQLite the transaction already holds the database write lock (BEGIN IMMEDIATE).
     """
     stmt = _SESSION_FOR_UPDATE if conn.dialect.name == "postgresql" else _SESSION
     return conn.execute(stmt, {"sid": session_id}).first()
+
+
+def rows_after(conn: Connection, session_id: str, seq: int) -> list[StoredRow]:
+    """Rows appended after `seq` (inside a transaction: what changed since a snapshot)."""
+    return [
+        _stored_row(row) for row in conn.execute(_ROWS_AFTER, {"sid": session_id, "after": seq})
+    ]
 
 
 def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
@@ -285,27 +309,90 @@ def _tx_append_sqlite(
         first = last - len(payloads) + 1
         cursor.executemany(
             _SQLITE_INSERT_ITEM_SQL,
-            [
-                (
-                    session_id,
-                    first + offset,
-                    KIND_ITEM,
-                    info.role,
-                    info.item_type,
-                    info.tool_name,
-                    info.call_id,
-                    count,
-                    protected or info.protected,
-                    payload,
-                )
-                for offset, (payload, info, count) in enumerate(
-                    zip(payloads, infos, counts, strict=True)
-                )
-            ],
+            _item_rows(session_id, first, payloads, infos, counts, protected),
         )
     finally:
         cursor.close()
     return list(range(first, last + 1))
+
+
+def _tx_append_archived(
+    conn: Connection,
+    session_id: str,
+    payloads: list[str],
+    infos: list[codec.ItemInfo],
+    counts: list[int],
+    protected: bool,
+    encoding: str,
+    originals: Mapping[int, Mapping[str, Any]],
+) -> list[int]:
+    """Append where some items are truncated copies: their originals go to `archives`,
+    in the same transaction, and the rows point at them (both backends)."""
+    params = {
+        "sid": session_id,
+        "count": len(payloads),
+        "tokens": sum(counts),
+        "encoding": encoding,
+    }
+    last = conn.execute(_APPEND_UPSERT[conn.dialect.name], params).scalar_one()
+    first = last - len(payloads) + 1
+    archive_ids: dict[int, int] = {}
+    for index, original in originals.items():
+        body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
+        archive_ids[index] = conn.execute(
+            archives.insert()
+            .values(
+                session_id=session_id,
+                reason="truncation",
+                from_seq=body.from_seq,
+                to_seq=body.to_seq,
+                item_count=1,
+                format_version=PLAIN_FORMAT,
+                compression=COMPRESSION,
+                body=body.body,
+                content_sha256=body.content_sha256,
+            )
+            .returning(archives.c.id)
+        ).scalar_one()
+    conn.execute(
+        _INSERT_MESSAGES,
+        [
+            {
+                **dict(zip(_ITEM_COLUMNS, values, strict=True)),
+                "archive_id": archive_ids.get(offset),
+            }
+            for offset, values in enumerate(
+                _item_rows(session_id, first, payloads, infos, counts, protected)
+            )
+        ],
+    )
+    return list(range(first, last + 1))
+
+
+def _item_rows(
+    session_id: str,
+    first: int,
+    payloads: list[str],
+    infos: list[codec.ItemInfo],
+    counts: list[int],
+    protected: bool,
+) -> list[tuple[Any, ...]]:
+    """Column values (in _ITEM_COLUMNS order) for appended items."""
+    return [
+        (
+            session_id,
+            first + offset,
+            KIND_ITEM,
+            info.role,
+            info.item_type,
+            info.tool_name,
+            info.call_id,
+            count,
+            protected or info.protected,
+            payload,
+        )
+        for offset, (payload, info, count) in enumerate(zip(payloads, infos, counts, strict=True))
+    ]
 
 
 def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
@@ -337,7 +424,7 @@ def _marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> di
 
 
 def _tx_pop(conn: Connection, session_id: str) -> dict[str, Any] | None:
-    session = _lock_session(conn, session_id)
+    session = lock_session(conn, session_id)
     target = None if session is None else _newest_visible(conn, session_id)
     if session is None or target is None:
         return None
@@ -356,7 +443,7 @@ def _tx_pop(conn: Connection, session_id: str) -> dict[str, Any] | None:
 
 
 def _tx_clear(conn: Connection, session_id: str) -> None:
-    session = _lock_session(conn, session_id)
+    session = lock_session(conn, session_id)
     if session is None:
         return
     seq = session.last_seq + 1
@@ -495,21 +582,34 @@ class SessionStore:
         items: Sequence[Mapping[str, Any]],
         *,
         protected: bool = False,
+        originals: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> list[int]:
         """Append items in order and return their seqs. All or nothing.
 
         Every item is validated (and counted) before the database is touched, so
-        a bad item leaves the session exactly as it was.
+        a bad item leaves the session exactly as it was. `originals` maps the
+        index of a truncated item to its full original, archived alongside.
         """
         _check_session_id(session_id)
         if not items:
             return []
         payloads = [codec.encode_payload(item, index) for index, item in enumerate(items)]
-        names = codec.call_names_in(list(items))
+        names = codec.call_names_in(items)
         infos = [codec.describe(item, names) for item in items]
         counts = [self.estimator.count_item(item) for item in items]
         await self.ensure_ready()
         infos = await self._name_late_outputs(session_id, infos)
+        if originals:
+            return await self.database.write(
+                _tx_append_archived,
+                session_id,
+                payloads,
+                infos,
+                counts,
+                protected,
+                self.estimator.name,
+                originals,
+            )
         if isinstance(self.database, PostgresDatabase):
             rows = await self.database.fetch_statement(
                 _PG_APPEND_SQL,

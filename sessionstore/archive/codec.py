@@ -1,0 +1,51 @@
+"""Archive bodies: JSON lines of the archived rows, compressed, with a content hash.
+
+Format 0 is plain (compressed, not encrypted). The hash covers the uncompressed
+JSON lines, so a reader can prove it got back exactly what was archived.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+PLAIN_FORMAT: Final = 0
+COMPRESSION: Final = "zlib"
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveBody:
+    """An encoded archive, ready for the `archives` table."""
+
+    body: bytes
+    content_sha256: str
+    item_count: int
+    from_seq: int
+    to_seq: int
+
+
+def encode_archive(records: Sequence[dict[str, Any]]) -> ArchiveBody:
+    """Compress JSON lines of `records` (each holds at least `seq` and `item`)."""
+    lines = "".join(
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n" for record in records
+    ).encode("utf-8", "surrogatepass")
+    seqs = [int(record["seq"]) for record in records]
+    return ArchiveBody(
+        body=zlib.compress(lines, 6),
+        content_sha256=hashlib.sha256(lines).hexdigest(),
+        item_count=len(records),
+        from_seq=min(seqs),
+        to_seq=max(seqs),
+    )
+
+
+def decode_archive(body: bytes, content_sha256: str) -> list[dict[str, Any]]:
+    """The archived records; raises ValueError if the content does not match its hash."""
+    lines = zlib.decompress(body)
+    if hashlib.sha256(lines).hexdigest() != content_sha256:
+        raise ValueError("archive content does not match its recorded SHA-256")
+    return [json.loads(line) for line in lines.decode("utf-8", "surrogatepass").splitlines()]

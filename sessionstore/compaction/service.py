@@ -1,0 +1,641 @@
+"""CompactManager: decide, partition, summarize (with fallbacks), persist.
+
+One compaction: snapshot the active context, fit the layers to the budget,
+summarize the remainder outside any lock, then commit everything in one
+transaction with a compare-and-swap (see persist.py). Failures follow spec 002:
+too long -> half max_tokens (twice), refused -> `brief`, tool calls or errors ->
+prune-only, input too large -> drop the oldest units and retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from agents.run_config import CallModelData, ModelInputData
+
+from ..events import Event
+from ..items import text_of
+from ..store import SessionStore, StoredRow
+from ..tokens import TokenEstimator
+from .errors import CompactError, CompactErrorReason
+from .extractive import ExtractiveSummarizer
+from .message import as_item
+from .partition import Partition, Unit, build_units, fit, visible_rows
+from .persist import SUMMARY_PREFIX, CompactionResult, CompactionWrite, tx_commit_compaction
+from .policy import CompactPolicy, Trigger, TriggerDecision, decide
+from .prompts import resolve_strategy
+from .sdk import FixedCostCache, filter_model_input
+from .summarizer import (
+    Summarizer,
+    SummarizerError,
+    SummarizerInputTooLargeError,
+    SummaryRefusedError,
+    SummaryRequest,
+    SummaryTooLongError,
+)
+from .tracking import mark_compacted
+from .truncate import truncate_tool_output
+
+_CAS_ATTEMPTS: Final = 3
+_TOO_LONG_RETRIES: Final = 2
+_MAX_TRIMS: Final = 8
+PRUNE_ONLY: Final = "pruning-only"
+
+
+@dataclass
+class CompactConfig:
+    """The seed's CompactConfig: one object that enables compaction in a few lines."""
+
+    model: str = "gpt-4o"
+    max_context_tokens: int = 128_000
+    policy: CompactPolicy = field(default_factory=CompactPolicy)
+    token_estimator: TokenEstimator | None = None
+    storage: SessionStore | None = None  # default: the embedded SQLite store
+    summarizer: Summarizer | None = None  # default: the extractive summarizer
+    record_idle_decisions: bool = True  # store below-threshold estimates as events too
+
+    def __post_init__(self) -> None:
+        if self.max_context_tokens <= 0:
+            raise ValueError(f"max_context_tokens must be positive, got {self.max_context_tokens}")
+
+
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """How many units and tokens each layer holds (the `compact.pruned_messages` event)."""
+
+    pinned: int
+    recent_turns: int
+    tool_pairs: int
+    users: int
+    aborted: int
+    summarized: int
+    pruned_count: int
+
+    @classmethod
+    def of(cls, plan: Partition) -> Layers:
+        """Count a partition's layers."""
+        return cls(
+            pinned=len(plan.pinned),
+            recent_turns=plan.recent_turns,
+            tool_pairs=sum(unit.pairs for unit in plan.tools),
+            users=len(plan.users) + (1 if plan.truncated_user else 0),
+            aborted=len(plan.aborted),
+            summarized=len(plan.remainder),
+            pruned_count=sum(len(unit.rows) for unit in plan.remainder),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """What one compaction did (or, with dry_run, would do)."""
+
+    session_id: str
+    decision: TriggerDecision
+    compacted: bool
+    tokens_before: int
+    tokens_after: int
+    plan: Partition | None = None
+    summary: str | None = None
+    strategy: str | None = None
+    fallback: str | None = None
+    result: CompactionResult | None = None
+    skipped_reason: str | None = None
+
+    @property
+    def reduction(self) -> float:
+        """Share of tokens removed (0.4 means 40% fewer)."""
+        return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    text: str | None
+    strategy: str
+    fallback: str | None
+    events: list[Event]
+
+
+class CompactManager:
+    """Compaction for sessions in one SessionStore."""
+
+    def __init__(self, config: CompactConfig | None = None) -> None:
+        self.config = config or CompactConfig()
+        self.policy = self.config.policy
+        self.store = self.config.storage or SessionStore(model=self.config.model)
+        self.estimator = self.config.token_estimator or self.store.estimator
+        self.summarizer: Summarizer = self.config.summarizer or ExtractiveSummarizer(self.estimator)
+        resolve_strategy(self.policy.strategy, self.policy.custom_strategies)  # fail fast
+        self.fixed_costs = FixedCostCache()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._consecutive: dict[str, int] = {}
+
+    # ------------------------------------------------------- integration points
+
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """For `RunConfig(call_model_input_filter=...)`: pre-flight before every model call."""
+        return await filter_model_input(self, data)
+
+    async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
+        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
+        decision = self.decide(await self.store.context_tokens(session_id))
+        if not decision.triggered:
+            return None
+        outcome = await self.compact(session_id, trigger=decision.reason, note="turn boundary")
+        if outcome.compacted:
+            mark_compacted(session_id, id(self.store))
+        return outcome
+
+    def truncate_outputs(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
+        """Write-time truncation: the items to store, and the originals to archive by index."""
+        stored: list[Mapping[str, Any]] = []
+        originals: dict[int, Mapping[str, Any]] = {}
+        for index, item in enumerate(items):
+            cut = truncate_tool_output(item, self.policy.truncation, self.estimator)
+            if cut is None:
+                stored.append(item)
+            else:
+                stored.append(cut.item)
+                originals[index] = cut.original
+        return stored, originals
+
+    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Append with write-time truncation (originals archived in the same transaction)."""
+        stored, originals = self.truncate_outputs(items)
+        return await self.store.append(session_id, stored, originals=originals)
+
+    # ------------------------------------------------ the seed's list-based API
+
+    async def preflight(
+        self,
+        session_id: str,
+        messages: Sequence[Any],
+        *,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Estimate, decide and (if triggered) compact; return the messages to send.
+
+        The session's rows mirror the list you pass: the stored context is a prefix
+        of it (new messages are appended) or it is replaced (a clear marker, then
+        the list). Keep the returned list and append to it, as with the seed API.
+        """
+        await self._mirror(session_id, messages)
+        system, schema = self.fixed_costs.cost(self, instructions, list(tools or []))
+        stored = await self.store.context_tokens(session_id)
+        t_est = stored + system + schema
+        decision = self.decide(t_est)
+        breakdown = {"system": system, "tools_schema": schema, "messages": stored}
+        if not decision.triggered:
+            await self.store.record_events(
+                [
+                    self.estimate_event(session_id, t_est, breakdown),
+                    self.decision_event(session_id, decision),
+                ]
+            )
+            return await self.store.load_context(session_id)
+        await self.store.record_events([self.estimate_event(session_id, t_est, breakdown)])
+        await self.compact(
+            session_id, trigger=decision.reason, note="preflight", extra_tokens=system + schema
+        )
+        return await self.store.load_context(session_id)
+
+    async def manual_compact(
+        self, session_id: str, messages: Sequence[Any], note: str = "manual"
+    ) -> list[dict[str, Any]]:
+        """Compact now regardless of usage (the `/compact` command); return the new messages."""
+        await self._mirror(session_id, messages)
+        await self.compact(session_id, trigger="manual", note=note)
+        return await self.store.load_context(session_id)
+
+    async def _mirror(self, session_id: str, messages: Sequence[Any]) -> None:
+        items = [as_item(message) for message in messages]
+        stored = await self.store.load_context(session_id)
+        if items[: len(stored)] == stored:
+            new = items[len(stored) :]
+        else:
+            await self.store.clear(session_id)
+            new = items
+        if new:
+            await self.append(session_id, new)
+
+    # ------------------------------------------------------------- decisions
+
+    def decide(
+        self, t_est: int, forced: Literal["manual", "overflow"] | None = None
+    ) -> TriggerDecision:
+        """The trigger decision for an estimate under this manager's policy and window."""
+        return decide(t_est, self.config.max_context_tokens, self.policy, forced=forced)
+
+    def decision_event(self, session_id: str, decision: TriggerDecision, **extra: Any) -> Event:
+        """`compact.trigger_decision` with the spec 002 fields."""
+        fields: dict[str, Any] = {
+            "model": self.config.model,
+            "triggered": decision.triggered,
+            "reason": decision.reason,
+            "t_est": decision.t_est,
+            "max": decision.max_tokens,
+            "budget": decision.budget,
+            "usage_pct": round(decision.usage_pct, 4),
+            "policy": {
+                "trigger_pct": self.policy.trigger_pct,
+                "hard_cap_buffer": self.policy.hard_cap_buffer,
+                "strategy": self.policy.strategy,
+            },
+            **extra,
+        }
+        return Event("compact.trigger_decision", session_id, fields=fields)
+
+    def estimate_event(self, session_id: str, t_est: int, breakdown: Mapping[str, int]) -> Event:
+        """`compact.token_estimate` with the breakdown the spec asks for."""
+        max_tokens = self.config.max_context_tokens
+        fields = {
+            "model": self.config.model,
+            "t_est": t_est,
+            "max": max_tokens,
+            "usage_pct": round(t_est / max_tokens, 4),
+            "breakdown": dict(breakdown),
+            "estimator": self.estimator.name,
+        }
+        return Event("compact.token_estimate", session_id, fields=fields)
+
+    # ------------------------------------------------------------ compaction
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        trigger: Trigger = "manual",
+        note: str | None = None,
+        strategy: str | None = None,
+        extra_tokens: int = 0,
+        dry_run: bool = False,
+    ) -> CompactionOutcome:
+        """Compact the session's active context now (it is persisted unless `dry_run`).
+
+        `extra_tokens` counts what the next model call adds beyond the stored
+        context (instructions, tool schemas, unsaved input) so the result fits.
+        """
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            for _ in range(_CAS_ATTEMPTS):
+                outcome = await self._compact_once(
+                    session_id, trigger, note, strategy, extra_tokens, dry_run
+                )
+                if outcome is not None:
+                    return outcome
+            error = Event(
+                "compact.error",
+                session_id,
+                severity="error",
+                fields={
+                    "error_type": "conflict",
+                    "message": "the session kept changing under the compaction (pops or clears)",
+                    "fallback": "skipped",
+                },
+            )
+            await self.store.record_events([error])
+            raise CompactError(
+                CompactErrorReason.CONFLICT,
+                f"session {session_id!r} changed during {_CAS_ATTEMPTS} compaction attempts "
+                "(concurrent pop/clear); nothing was changed. Retry when it is idle.",
+            )
+
+    async def _compact_once(
+        self,
+        session_id: str,
+        trigger: Trigger,
+        note: str | None,
+        strategy: str | None,
+        extra_tokens: int,
+        dry_run: bool,
+    ) -> CompactionOutcome | None:
+        started = time.perf_counter()
+        rows = await self.store.context_rows(session_id)
+        visible = visible_rows(rows)
+        tokens_before = sum(row.tokens for row in visible) + extra_tokens
+        forced: Literal["manual", "overflow"] | None = (
+            trigger if trigger in ("manual", "overflow") else None
+        )
+        decision = self.decide(tokens_before, forced)
+        units = build_units(visible, self.policy)
+        max_tokens = self.config.max_context_tokens
+        try:
+            plan, summary_budget = fit(
+                units,
+                self.policy,
+                target=self.policy.target(max_tokens),
+                ceiling=self.policy.ceiling(max_tokens),
+                fixed_tokens=extra_tokens,
+                estimator=self.estimator,
+            )
+        except CompactError as exc:
+            await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
+            raise
+        if not plan.remainder:
+            return CompactionOutcome(
+                session_id,
+                decision,
+                compacted=False,
+                tokens_before=tokens_before,
+                tokens_after=tokens_before,
+                plan=plan,
+                skipped_reason="nothing to summarize: every item is pinned or recent",
+            )
+        if dry_run:
+            estimate = plan.pinned_tokens + plan.kept_tokens + summary_budget + extra_tokens
+            return CompactionOutcome(
+                session_id, decision, False, tokens_before, estimate, plan=plan
+            )
+        self._guard_loop(session_id)
+        summary = await self._summarize(
+            session_id, plan, strategy or self.policy.strategy, summary_budget
+        )
+        layers = Layers.of(plan)
+        write = CompactionWrite(
+            session_id=session_id,
+            snapshot_start=rows[0].seq,
+            snapshot_last=rows[-1].seq,
+            pinned=[row for unit in plan.pinned for row in unit.rows],
+            summary_text=summary.text,
+            summary_role=self.policy.summary_role,
+            prior_summary=plan.prior_summary.rows[0] if plan.prior_summary else None,
+            kept=_kept_rows(plan),
+            replaced=plan.replaced_rows,
+            record={
+                "trigger": decision.reason,
+                "strategy": summary.strategy,
+                "status": "summarized" if summary.text is not None else "pruned_only",
+                "fallback": summary.fallback,
+                "note": note,
+                "model": self.config.model,
+                "summarizer": self.summarizer.name,
+                "kept": _kept_record(plan),
+                "tokens_before": tokens_before,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            },
+            events=[
+                self.decision_event(
+                    session_id,
+                    decision,
+                    note=note,
+                    kept={
+                        "pinned": layers.pinned,
+                        "recent_turns": layers.recent_turns,
+                        "tool_pairs": layers.tool_pairs,
+                    },
+                    pruned_count=layers.pruned_count,
+                ),
+                *summary.events,
+                *self._result_events(session_id, plan, layers, summary, tokens_before),
+            ],
+        )
+        result = await self.store.database.write(
+            tx_commit_compaction, write, self.estimator.count_item
+        )
+        if result is None:
+            return None
+        tokens_after = result.tokens_after + extra_tokens
+        self._after(session_id, tokens_after)
+        return CompactionOutcome(
+            session_id,
+            decision,
+            compacted=True,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            plan=plan,
+            summary=summary.text,
+            strategy=summary.strategy,
+            fallback=summary.fallback,
+            result=result,
+        )
+
+    def _guard_loop(self, session_id: str) -> None:
+        """Refuse a compaction after too many in a row that did not get under the trigger."""
+        if self._consecutive.get(session_id, 0) >= self.policy.max_consecutive_compactions:
+            self._consecutive[session_id] = 0
+            raise CompactError(
+                CompactErrorReason.COMPACTION_LOOP,
+                f"{self.policy.max_consecutive_compactions} consecutive compactions of "
+                f"{session_id!r} left the context above the trigger threshold; refusing to "
+                "loop. Lower keep_recent_turns/keep_tool_io_pairs, protect less, or raise "
+                "max_context_tokens.",
+            )
+
+    def _after(self, session_id: str, tokens_after: int) -> None:
+        threshold = self.policy.threshold(self.config.max_context_tokens)
+        if tokens_after >= threshold:
+            self._consecutive[session_id] = self._consecutive.get(session_id, 0) + 1
+        else:
+            self._consecutive.pop(session_id, None)
+        ceiling = self.policy.ceiling(self.config.max_context_tokens)
+        if tokens_after > ceiling:
+            raise CompactError(
+                CompactErrorReason.INSUFFICIENT_BUDGET,
+                f"after compacting, {session_id!r} still needs {tokens_after} tokens but the "
+                f"hard limit is {ceiling}; use a model with a larger window or keep less.",
+            )
+
+    # ---------------------------------------------------------- summarizing
+
+    async def _summarize(
+        self, session_id: str, plan: Partition, strategy_name: str, max_tokens: int
+    ) -> _Summary:
+        """A summary, or None (prune-only) after the spec 002 fallbacks, with their events."""
+        events: list[Event] = []
+        strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
+        units = list(plan.remainder)
+        prior = _prior_text(plan.prior_summary)
+        too_long = 0
+        trims = 0
+        while True:
+            request = SummaryRequest(
+                items=[item for unit in units for item in unit.items],
+                prior_summary=prior,
+                strategy=strategy.name,
+                instructions=strategy.prompt,
+                max_tokens=max_tokens,
+            )
+            try:
+                result = await self.summarizer.summarize(request)
+                if self.estimator.count_text(result.text) > max_tokens:
+                    raise SummaryTooLongError("summary exceeds max_tokens")
+                return _Summary(result.text, strategy.name, None, events)
+            except SummaryTooLongError as exc:
+                if too_long < _TOO_LONG_RETRIES:
+                    too_long += 1
+                    max_tokens = max(max_tokens // 2, 16)
+                    events.append(
+                        self._error_event(session_id, exc, f"retry max_tokens={max_tokens}")
+                    )
+                    continue
+                failure: Exception = exc
+            except SummaryRefusedError as exc:
+                if strategy.name != "brief":
+                    strategy = resolve_strategy("brief", self.policy.custom_strategies)
+                    events.append(self._error_event(session_id, exc, "retry strategy=brief"))
+                    continue
+                failure = exc
+            except SummarizerInputTooLargeError as exc:
+                if trims < _MAX_TRIMS and len(units) > 1:
+                    trims += 1
+                    units = units[len(units) // 2 :]  # drop the oldest half, whole units
+                    events.append(
+                        self._error_event(session_id, exc, f"retry trimmed to {len(units)} units")
+                    )
+                    continue
+                failure = exc
+            except SummarizerError as exc:
+                failure = exc
+            except Exception as exc:  # a broken summarizer must never break the agent
+                failure = exc
+            events.append(self._error_event(session_id, failure, PRUNE_ONLY))
+            return _Summary(None, strategy.name, PRUNE_ONLY, events)
+
+    def _error_event(self, session_id: str, exc: Exception, fallback: str) -> Event:
+        kind = exc.kind if isinstance(exc, SummarizerError) else type(exc).__name__
+        return Event(
+            "compact.error",
+            session_id,
+            severity="error" if fallback == PRUNE_ONLY else "warning",
+            fields={
+                "status": "error",
+                "error_type": kind,
+                "message": _safe_message(exc),
+                "fallback": fallback,
+                "summarizer": self.summarizer.name,
+            },
+        )
+
+    async def _record_error(self, session_id: str, kind: str, message: str, fallback: str) -> None:
+        await self.store.record_events(
+            [
+                Event(
+                    "compact.error",
+                    session_id,
+                    severity="error",
+                    fields={
+                        "status": "error",
+                        "error_type": kind,
+                        "message": message,
+                        "fallback": fallback,
+                    },
+                )
+            ]
+        )
+
+    def _result_events(
+        self,
+        session_id: str,
+        plan: Partition,
+        layers: Layers,
+        summary: _Summary,
+        tokens_before: int,
+    ) -> list[Event]:
+        found: list[Event] = []
+        if summary.text is not None:
+            summary_tokens = self.estimator.count_text(summary.text)
+            input_tokens = plan.remainder_tokens + (
+                plan.prior_summary.tokens if plan.prior_summary else 0
+            )
+            found.append(
+                Event(
+                    "compact.summary_created",
+                    session_id,
+                    fields={
+                        "strategy": summary.strategy,
+                        "input_messages": layers.pruned_count,
+                        "summary_tokens": summary_tokens,
+                        "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
+                        "summary": summary.text,
+                    },
+                )
+            )
+        found.append(
+            Event(
+                "compact.pruned_messages",
+                session_id,
+                fields={
+                    "pruned_count": layers.pruned_count,
+                    "layers": {
+                        "pinned": layers.pinned,
+                        "summary": 1 if summary.text is not None or plan.prior_summary else 0,
+                        "recent_turns": layers.recent_turns,
+                        "tool_pairs": layers.tool_pairs,
+                        "user_messages": layers.users,
+                        "aborted_markers": layers.aborted,
+                    },
+                    "tokens_before": tokens_before,
+                },
+            )
+        )
+        found.append(
+            Event(
+                "compact.policy_applied",
+                session_id,
+                fields={
+                    "keep_recent_turns": plan.recent_turns,
+                    "keep_tool_io_pairs": plan.tool_pairs,
+                    "recent_user_token_budget": plan.user_budget,
+                    "reductions": plan.reductions,
+                    "budget": self.policy.budget(self.config.max_context_tokens),
+                    "target": self.policy.target(self.config.max_context_tokens),
+                },
+            )
+        )
+        found.append(
+            Event(
+                "compact.archival",
+                session_id,
+                fields={
+                    "storage_adapter": "sql",
+                    "item_count": sum(len(unit.rows) for unit in plan.remainder)
+                    + (1 if plan.prior_summary else 0),
+                },
+            )
+        )
+        return found
+
+
+def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:
+    """The recent layer in seq order; the truncated user message as its shortened copy."""
+    kept: list[tuple[StoredRow, dict[str, Any] | None]] = [
+        (row, None) for unit in plan.kept for row in unit.rows
+    ]
+    if plan.truncated_user is not None:
+        unit, copy, _tokens = plan.truncated_user
+        kept.append((unit.rows[0], copy))
+    return sorted(kept, key=lambda pair: pair[0].seq)
+
+
+def _kept_record(plan: Partition) -> dict[str, list[int]]:
+    def seqs(units: Sequence[Unit]) -> list[int]:
+        return [row.seq for unit in units for row in unit.rows]
+
+    return {
+        "pinned": seqs(plan.pinned),
+        "recent": seqs(plan.recent),
+        "tool_pairs": seqs(plan.tools),
+        "aborted": seqs(plan.aborted),
+        "users": seqs(plan.users),
+        "truncated_user": [plan.truncated_user[0].first_seq] if plan.truncated_user else [],
+    }
+
+
+def _prior_text(unit: Unit | None) -> str | None:
+    """The previous summary without its marker line: the state the new summary updates."""
+    if unit is None:
+        return None
+    text = text_of(unit.items[0])
+    first, _, rest = text.partition("\n")
+    return rest if first.startswith(SUMMARY_PREFIX.split("{", 1)[0]) else text
+
+
+def _safe_message(exc: BaseException) -> str:
+    """An exception's message, bounded; summarizer errors never carry secrets or content."""
+    return f"{type(exc).__name__}: {exc}"[:300]

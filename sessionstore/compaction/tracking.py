@@ -1,0 +1,65 @@
+"""Which part of a running agent's model input is already stored.
+
+The Agents SDK loads the session once per run, saves the new input before the
+first model call and new items after each step, but keeps building each model
+input from its own copy of the history. `SQLSession` records, in a context
+variable of the run's task, how many items it returned and how many were saved
+since; the input filter uses that to count only unsaved items (the stored part
+comes from the session's running total) and, once the stored context was
+compacted, to rebuild the input from the store.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass
+class RunTracking:
+    """One run's view of one session."""
+
+    session_id: str
+    store_id: int  # id() of the SessionStore, so a filter never mixes up two stores
+    history_len: int  # items get_items returned at the start of the run
+    saved: int = 0  # items add_items stored since
+    compacted: bool = False  # the stored context changed under the SDK's copy
+
+    @property
+    def stored_prefix(self) -> int:
+        """How many leading items of the SDK's model input are in the store."""
+        return self.history_len + self.saved
+
+
+_current: ContextVar[RunTracking | None] = ContextVar("sessionstore_run", default=None)
+
+
+def track_load(session_id: str, store_id: int, count: int) -> None:
+    """A session was loaded: a run (or a caller) starts from `count` stored items."""
+    _current.set(RunTracking(session_id, store_id, count))
+
+
+def track_save(session_id: str, store_id: int, count: int) -> None:
+    """`count` items of the current run were stored."""
+    run = current_run(session_id, store_id)
+    if run is not None:
+        run.saved += count
+
+
+def mark_compacted(session_id: str, store_id: int) -> None:
+    """The stored context was compacted: later inputs must be rebuilt from the store."""
+    run = current_run(session_id, store_id)
+    if run is not None:
+        run.compacted = True
+
+
+def current_run(session_id: str | None = None, store_id: int | None = None) -> RunTracking | None:
+    """The run tracked in this task, optionally only if it is for that session and store."""
+    run = _current.get()
+    if run is None:
+        return None
+    if session_id is not None and run.session_id != session_id:
+        return None
+    if store_id is not None and run.store_id != store_id:
+        return None
+    return run
