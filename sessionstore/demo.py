@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
+from .items import text_of
 from .session import SQLSession
 from .store import SessionStore, StoredRow
 
@@ -96,4 +97,165 @@ async def run_demo(url: str | None = None, session_id: str = DEMO_SESSION) -> De
             tool_calls = [(str(name), int(calls)) for name, calls in found]
     return DemoResult(
         answers, rows, tokens_before, tokens_after, context_before, context_after, tool_calls
+    )
+
+
+# ----------------------------------------------------------- the long session
+
+SERVICES = ("billing", "search", "auth", "checkout", "notifications", "reports")
+
+
+def _log_lines(step: int, service: str, lines: int = 28) -> str:
+    """A deterministic, realistic-looking tool output (~30 tokens a line)."""
+    rows = [
+        f"2026-11-{1 + step % 28:02d}T10:{n % 60:02d}:00Z {service} worker-{n % 7} "
+        f"request_id=req-{step:04d}-{n:03d} latency_ms={40 + (step * 37 + n * 11) % 400} "
+        f"status={'500' if (step + n) % 17 == 0 else '200'} path=/api/v2/{service}/items"
+        for n in range(lines)
+    ]
+    return "\n".join(rows)
+
+
+def _answer(step: int, service: str) -> str:
+    p99 = 120 + (step * 53) % 380
+    return (
+        f"Step {step}: {service} p99 latency is {p99}ms on branch feat/{service}-{step}. "
+        f"Decision: {'roll back' if p99 > 400 else 'keep'} release r{step} because the error "
+        f"budget is {'exhausted' if p99 > 400 else 'healthy'}. Next: open ticket OPS-{1000 + step} "
+        f"and re-check {service} after the cache warm-up. "
+        + " ".join(f"Observation {k}: worker-{k} stable at {p99 - k * 3}ms." for k in range(12))
+    )
+
+
+# Everything the conversation ever held (appended items), since the demo started.
+TRAFFIC_QUERY = """
+SELECT coalesce(sum(tokens), 0) FROM messages
+WHERE session_id = :session_id AND kind = 'item' AND seq >= :start
+"""
+COMPACTIONS_QUERY = """
+SELECT version, trigger, tokens_before, tokens_after, summary_tokens, duration_ms
+FROM compactions WHERE session_id = :session_id AND context_start_seq >= :start ORDER BY version
+"""
+
+
+async def _scalar(store: SessionStore, sql: str, **params: Any) -> int:
+    async with store.engine.connect() as conn:
+        return int((await conn.execute(sa.text(sql), params)).scalar_one())
+
+
+async def _compaction_rows(store: SessionStore, session_id: str, start: int) -> list[CompactionRow]:
+    async with store.engine.connect() as conn:
+        found = await conn.execute(
+            sa.text(COMPACTIONS_QUERY), {"session_id": session_id, "start": start}
+        )
+        return [CompactionRow(*row) for row in found]
+
+
+@dataclass(frozen=True)
+class CompactionRow:
+    """One line of the demo's compaction report."""
+
+    version: int
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    summary_tokens: int | None
+    duration_ms: float | None
+
+
+@dataclass(frozen=True)
+class LongSessionReport:
+    """What the long session showed."""
+
+    window: int
+    turns: int
+    traffic_tokens: int
+    largest_model_input: int
+    final_context_tokens: int
+    final_context_items: int
+    compactions: list[CompactionRow]
+    summary_preview: str
+
+
+async def run_long_session(
+    url: str | None = None,
+    *,
+    window: int = 128_000,
+    factor: int = 3,
+    session_id: str = "demo-long",
+) -> LongSessionReport:
+    """Drive the real Runner with pre-flight compaction until `factor` windows went through."""
+    from .compaction.service import CompactConfig, CompactManager
+
+    if not os.environ.get("OPENAI_API_KEY"):
+        set_tracing_disabled(True)
+    sizes: list[int] = []
+    async with SessionStore(url, create_tables=True) as store:
+        estimator = store.estimator
+        await store.clear(session_id)
+        before = await store.session_info(session_id)
+        start = before.last_seq + 1 if before else 1
+        manager = CompactManager(CompactConfig(max_context_tokens=window, storage=store))
+
+        def measured(output: Any) -> Any:
+            def respond(call: Any) -> Any:
+                items = call.input if isinstance(call.input, list) else []
+                sizes.append(sum(estimator.count_item(item) for item in items))
+                return output
+
+            return respond
+
+        @function_tool
+        def read_logs(service: str, step: int) -> str:
+            """Fetch recent logs for a service."""
+            return _log_lines(step, service)
+
+        model = ScriptedModel([])
+        agent = Agent(
+            name="sre-assistant",
+            instructions="Investigate latency step by step; keep decisions explicit.",
+            model=model,
+            tools=[read_logs],
+        )
+        session = SQLSession(session_id, store, manager=manager)
+        config = RunConfig(call_model_input_filter=manager.model_input_filter)
+        traffic, step = 0, 0
+        while traffic < factor * window:
+            service = SERVICES[step % len(SERVICES)]
+            model.extend(
+                [
+                    ModelStep.respond(
+                        measured(
+                            [
+                                function_call(
+                                    "read_logs",
+                                    {"service": service, "step": step},
+                                    call_id=f"call_{step}",
+                                )
+                            ]
+                        )
+                    ),
+                    ModelStep.respond(measured([assistant_message(_answer(step, service))])),
+                ]
+            )
+            prompt = f"Step {step}: investigate {service} latency on branch feat/{service}-{step}."
+            await Runner.run(agent, prompt, session=session, run_config=config)
+            step += 1
+            traffic = await _scalar(store, TRAFFIC_QUERY, session_id=session_id, start=start)
+        report_rows = await _compaction_rows(store, session_id, start)
+        context = await store.load_context(session_id)
+        info = await store.session_info(session_id)
+        assert info is not None
+        summary = next(
+            (text_of(i) for i in context if text_of(i).startswith("<COMPACT-SUMMARY")), ""
+        )
+    return LongSessionReport(
+        window=window,
+        turns=step,
+        traffic_tokens=traffic,
+        largest_model_input=max(sizes, default=0),
+        final_context_tokens=info.context_tokens,
+        final_context_items=info.context_items,
+        compactions=report_rows,
+        summary_preview="\n".join(summary.splitlines()[:12]),
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
-from sessionstore.cli import app
+from sessionstore.cli import app, compactctl_app
 from sessionstore.migrations import head_revision
 
 runner = CliRunner()
@@ -24,10 +25,11 @@ def test_migrate_creates_then_reports_up_to_date(db_url: str, tmp_path: Path) ->
 
 
 def test_demo_prints_the_reloaded_context(db_url: str) -> None:
-    result = runner.invoke(app, ["demo", "--url", db_url])
+    result = runner.invoke(app, ["demo", "--url", db_url, "--window", "8000"])
     assert result.exit_code == 0, result.output
     assert "identical: yes" in result.output
     assert "get_weather: 2 call(s)" in result.output
+    assert "never overflowed" in result.output and "COMPACT-SUMMARY" in result.output
 
 
 def test_bad_url_exits_2_with_one_clear_line(tmp_path: Path) -> None:
@@ -46,3 +48,52 @@ def test_bad_url_exits_2_with_one_clear_line(tmp_path: Path) -> None:
 def test_no_arguments_shows_help() -> None:
     result = runner.invoke(app, [])
     assert "migrate" in result.output and "demo" in result.output
+
+
+def _seed(url: str) -> None:
+    import asyncio
+
+    from sessionstore import SessionStore
+    from tests.support.histories import coding_session
+
+    async def seed() -> None:
+        async with SessionStore(url, create_tables=True) as store:
+            await store.append("work", coding_session(12))
+
+    asyncio.run(seed())
+
+
+def test_compact_dry_run_diff_shows_fates_and_changes_nothing(db_url: str) -> None:
+    _seed(db_url)
+    result = runner.invoke(app, ["compact", "work", "--url", db_url, "--dry-run", "--diff"])
+    assert result.exit_code == 0, result.output
+    assert "summarized" in result.output and "recent" in result.output
+    assert "would go from" in result.output
+    again = runner.invoke(app, ["compact", "work", "--url", db_url, "--dry-run", "--json"])
+    payload = json.loads(again.output)
+    assert payload["compacted"] is False and payload["version"] is None
+    fates = {row["fate"] for row in payload["rows"]}
+    assert {"summarized", "recent", "tool pair"} <= fates
+
+
+def test_compact_writes_a_summary_and_reports_it(db_url: str) -> None:
+    _seed(db_url)
+    result = runner.invoke(app, ["compact", "work", "--url", db_url, "--strategy", "decision_log"])
+    assert result.exit_code == 0, result.output
+    assert "Wrote <COMPACT-SUMMARY v1> (decision_log)" in result.output
+    second = json.loads(runner.invoke(app, ["compact", "work", "--url", db_url, "--json"]).output)
+    assert second["compacted"] is False and "nothing to summarize" in second["skipped_reason"]
+
+
+def test_compact_rejects_an_unknown_strategy_with_the_valid_names(db_url: str) -> None:
+    _seed(db_url)
+    result = runner.invoke(app, ["compact", "work", "--url", db_url, "--strategy", "poetry"])
+    assert result.exit_code != 0
+    assert "task_state" in str(result.exception) + result.output
+
+
+def test_compactctl_is_the_same_command(sqlite_url: str) -> None:
+    _seed(sqlite_url)
+    result = runner.invoke(compactctl_app, ["work", "--url", sqlite_url, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "would go from" in result.output

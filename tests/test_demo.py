@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessionstore.demo import PROMPTS, run_demo
+from sessionstore.demo import PROMPTS, run_demo, run_long_session
 
 
 async def test_demo_reloads_the_identical_context_after_restart(db_url: str) -> None:
@@ -23,3 +23,15 @@ async def test_running_the_demo_twice_starts_fresh_but_keeps_history(db_url: str
     assert second.context_after_restart == first.context_after_restart
     assert second.rows[0].seq > first.rows[-1].seq  # history kept, context restarted
     assert second.tool_calls == [("get_weather", 4)]
+
+
+async def test_long_session_goes_through_three_windows_without_overflow(db_url: str) -> None:
+    report = await run_long_session(db_url, window=8_000, factor=3)
+    assert report.traffic_tokens >= 3 * 8_000
+    assert report.largest_model_input <= 8_000
+    assert len(report.compactions) >= 3
+    assert all(row.tokens_after < row.tokens_before for row in report.compactions)
+    assert [row.version for row in report.compactions] == list(
+        range(1, len(report.compactions) + 1)
+    )
+    assert report.summary_preview.startswith(f"<COMPACT-SUMMARY v{len(report.compactions)}>")

@@ -1,0 +1,231 @@
+"""Compaction overhead without the LLM call, and the pre-flight cost per model call.
+
+    python bench/bench_compaction.py            # SQLite and PostgreSQL
+    python bench/bench_compaction.py --quick
+
+1. Compaction of sessions with 1k and 10k items, split into: reading the active
+   context, partitioning/fitting (CPU), and persisting (the one transaction that
+   writes the marker, copies, compactions row, archive and events). The
+   summarizer returns a fixed summary instantly, so no LLM time is included.
+2. Pre-flight before a model call on a large context: ours (stored running total +
+   only the unsaved items counted, plus the tool-pair hygiene pass every call needs)
+   against the naive way (re-tokenize the whole context every call), in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from agents import Agent
+from agents.run_config import CallModelData, ModelInputData
+from sqlalchemy.engine import make_url
+
+from sessionstore import SessionStore
+from sessionstore.compaction.normalize import normalize
+from sessionstore.compaction.partition import build_units, fit, visible_rows
+from sessionstore.compaction.policy import CompactPolicy
+from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction.tracking import track_load
+
+WORDS = [
+    "deploy",
+    "build",
+    "branch",
+    "config",
+    "test",
+    "cache",
+    "schema",
+    "index",
+    "latency",
+    "budget",
+    "rollout",
+]
+
+
+class InstantSummarizer:
+    """A summarizer that costs nothing, so only our own overhead is measured."""
+
+    name = "instant"
+    input_window: int | None = None
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return SummaryResult(f"{len(request.items)} items summarized.")
+
+
+def items(count: int) -> list[dict[str, Any]]:
+    """`count` items: turns of user, call, output, assistant (~100 tokens an item)."""
+    made: list[dict[str, Any]] = []
+    n = 0
+    while len(made) < count:
+        text = " ".join(WORDS[(n + k) % len(WORDS)] for k in range(70))
+        made += [
+            {"role": "user", "content": f"step {n}: {text}"},
+            {"type": "function_call", "call_id": f"c{n}", "name": "grep", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": text},
+            {"role": "assistant", "content": [{"type": "output_text", "text": text}]},
+        ]
+        n += 1
+    return made[:count]
+
+
+async def timed(work: Awaitable[Any]) -> tuple[float, Any]:
+    gc.collect(1)
+    start = time.perf_counter()
+    result = await work
+    return (time.perf_counter() - start) * 1000, result
+
+
+async def bench_compaction(url: str, sizes: tuple[int, ...], repeats: int) -> None:
+    print(f"\ncompaction overhead, no LLM ({make_url(url).get_backend_name()})", flush=True)
+    print(
+        f"  {'items':>7}{'read ms':>10}{'partition ms':>14}{'persist ms':>12}{'total ms':>10}"
+        f"{'end-to-end ms':>15}"
+    )
+    async with SessionStore(url, create_tables=True) as store:
+        policy = CompactPolicy(hard_cap_buffer=0, recent_user_token_budget=2_000)
+        manager = CompactManager(
+            CompactConfig(
+                max_context_tokens=5_000_000,
+                policy=policy,
+                storage=store,
+                summarizer=InstantSummarizer(),
+            )
+        )
+        await store.append("warmup", items(200))
+        await manager.compact("warmup")  # first-use costs (threads, pools) are not overhead
+        for size in sizes:
+            phases: dict[str, list[float]] = {"read": [], "partition": [], "persist": [], "e2e": []}
+            for r in range(repeats):
+                sid = f"c{size}-{r}-{uuid.uuid4().hex[:6]}"
+                batch = items(size)
+                for start in range(0, size, 500):
+                    await store.append(sid, batch[start : start + 500])
+                read_ms, rows = await timed(store.context_rows(sid))
+                start_cpu = time.perf_counter()
+                units = build_units(visible_rows(rows), policy)
+                fit(
+                    units,
+                    policy,
+                    target=policy.target(5_000_000),
+                    ceiling=5_000_000,
+                    fixed_tokens=0,
+                    estimator=store.estimator,
+                )
+                partition_ms = (time.perf_counter() - start_cpu) * 1000
+                e2e_ms, outcome = await timed(manager.compact(sid))
+                assert outcome.compacted
+                persist_ms = max(e2e_ms - read_ms - partition_ms, 0.0)
+                phases["read"].append(read_ms)
+                phases["partition"].append(partition_ms)
+                phases["persist"].append(persist_ms)
+                phases["e2e"].append(e2e_ms)
+            med = {k: statistics.median(v) for k, v in phases.items()}
+            print(
+                f"  {size:>7,}{med['read']:>10.1f}{med['partition']:>14.1f}{med['persist']:>12.1f}"
+                f"{med['read'] + med['partition'] + med['persist']:>10.1f}{med['e2e']:>15.1f}",
+                flush=True,
+            )
+
+
+async def bench_preflight(url: str, repeats: int) -> None:
+    print(
+        f"\npre-flight per model call, ~128k-token context ({make_url(url).get_backend_name()})",
+        flush=True,
+    )
+    async with SessionStore(url, create_tables=True) as store:
+        sid = f"pf-{uuid.uuid4().hex[:6]}"
+        context = items(2_200)  # ~128k tokens
+        for start in range(0, len(context), 500):
+            await store.append(sid, context[start : start + 500])
+        stored = await store.context_tokens(sid)
+        agent: Agent[Any] = Agent(name="a", instructions="Be brief.")
+        unsaved = items(4)
+        model_input: list[Any] = [*await store.load_context(sid), *unsaved]
+        data = CallModelData(
+            ModelInputData(input=model_input, instructions="Be brief."), agent, None
+        )
+        contenders: dict[str, Callable[[], Awaitable[Any]]] = {}
+        for record in (True, False):
+            manager = CompactManager(
+                CompactConfig(
+                    max_context_tokens=10_000_000,
+                    storage=store,
+                    summarizer=InstantSummarizer(),
+                    record_idle_decisions=record,
+                )
+            )
+            label = "ours, decision events stored" if record else "ours, decisions not stored"
+            contenders[label] = partial(manager.model_input_filter, data)
+
+        async def naive() -> int:
+            return sum(store.estimator.count_item(item) for item in model_input)
+
+        async def hygiene_only() -> Any:
+            return normalize(model_input)
+
+        contenders["  of which hygiene (normalize)"] = hygiene_only
+        contenders["naive: re-tokenize the context"] = naive
+        track_load(sid, id(store), len(model_input) - len(unsaved))
+        samples: dict[str, list[float]] = {name: [] for name in contenders}
+        for _ in range(repeats):
+            for name, call in contenders.items():
+                ms, _ = await timed(call())
+                samples[name].append(ms)
+        ours = statistics.median(samples["ours, decisions not stored"])
+        print(f"  context: {stored:,} tokens in {len(context):,} items; 4 unsaved items")
+        for name, values in samples.items():
+            median = statistics.median(values)
+            print(f"  {name:<34}{median:>9.3f} ms   ours/this {ours / median:>6.3f}x")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    repeats = 2 if args.quick else 5
+    sizes = (1_000, 10_000)
+    backends = set(args.backends.split(","))
+    if "sqlite" in backends:
+        with tempfile.TemporaryDirectory() as workdir:
+            url = f"sqlite:///{Path(workdir) / 'bench.db'}"
+            await bench_compaction(url, sizes, repeats)
+            await bench_preflight(url, repeats * 4)
+    if "postgresql" in backends:
+        admin = os.environ.get(
+            "SESSIONSTORE_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        )
+        admin_dsn = make_url(admin).set(drivername="postgresql").render_as_string(False)
+        name = f"sessionstore_bench_{uuid.uuid4().hex[:8]}"
+        conn = await asyncpg.connect(admin_dsn)
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        await conn.close()
+        try:
+            rendered = (
+                make_url(admin)
+                .set(drivername="postgresql+asyncpg", database=name)
+                .render_as_string(hide_password=False)
+            )
+            await bench_compaction(rendered, sizes, repeats)
+            await bench_preflight(rendered, repeats * 4)
+        finally:
+            conn = await asyncpg.connect(admin_dsn)
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await conn.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
