@@ -31,3 +31,10 @@ def test_quickstart_remembers_across_turns(tmp_path: Path) -> None:
     second = _run("quickstart.py", tmp_path)  # same database file, started fresh
     assert second.stdout == first.stdout
     assert (tmp_path / "quickstart.db").exists()
+
+
+def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
+    result = _run("agents_sdk_minimal.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    turns, compactions = result.stdout.split()[0], result.stdout.split()[2]
+    assert turns == "12" and int(compactions) >= 1

@@ -23,6 +23,9 @@ from .policy import CompactPolicy
 from .truncate import TruncationPolicy, truncate_text
 
 TURN_ABORTED = "<turn-aborted>"
+_MIN_SUMMARY = 64  # smallest summary allowance worth asking a summarizer for
+_SUMMARY_FLOOR = 256  # below this, shed recent layers before squeezing the summary further
+_SUMMARY_ROW_OVERHEAD = 16  # the <COMPACT-SUMMARY vN> marker and message framing around the text
 _MIN_TRUNCATED_USER_TOKENS = 32
 UnitKind = Literal["message", "tools", "summary", "other"]
 
@@ -274,10 +277,11 @@ def fit(
 ) -> tuple[Partition, int]:
     """Choose keep counts so pinned + summary + kept + `fixed_tokens` fits the target.
 
-    Reduces recent turns, then tool pairs, down to 1 each (spec 002), then the
-    preserved user messages; if even that is over the hard ceiling, raises
-    CompactError(InsufficientBudget). Returns the partition and the summary's
-    token allowance (what the summarizer gets as max_tokens).
+    The summary's allowance shrinks to the room left (down to a floor); below
+    that, recent turns are reduced, then tool pairs, down to 1 each (spec 002),
+    then the preserved user messages. If even that leaves no room under the hard
+    ceiling, raises CompactError(InsufficientBudget). Returns the partition and
+    the summary's token allowance (what the summarizer gets as max_tokens).
     """
     turns, pairs = policy.keep_recent_turns, policy.keep_tool_io_pairs
     user_budget = policy.recent_user_token_budget
@@ -291,9 +295,10 @@ def fit(
             estimator=estimator,
         )
         prior = plan.prior_summary.tokens if plan.prior_summary else 0
-        summary_tokens = min(policy.summary_max_tokens, max(64, plan.remainder_tokens + prior))
-        total = plan.pinned_tokens + plan.kept_tokens + summary_tokens + fixed_tokens
-        if total <= target:
+        wanted = min(policy.summary_max_tokens, max(_MIN_SUMMARY, plan.remainder_tokens + prior))
+        used = plan.pinned_tokens + plan.kept_tokens + fixed_tokens + _SUMMARY_ROW_OVERHEAD
+        if target - used >= min(wanted, _SUMMARY_FLOOR):
+            summary_tokens = min(wanted, target - used)
             break
         if turns > 1:
             turns -= 1
@@ -304,10 +309,11 @@ def fit(
         elif user_budget > 0:
             user_budget = 0
             reductions.append("recent_user_token_budget->0")
-        elif total <= ceiling:
+        elif ceiling - used >= _MIN_SUMMARY:
+            summary_tokens = min(wanted, ceiling - used)
             break
         else:
-            raise _insufficient(plan, summary_tokens, fixed_tokens, ceiling)
+            raise _insufficient(plan, _MIN_SUMMARY, fixed_tokens, ceiling)
     return replace(plan, reductions=reductions), summary_tokens
 
 

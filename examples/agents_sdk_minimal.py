@@ -1,0 +1,45 @@
+"""Compaction for an Agents SDK agent in a few lines (offline unless OPENAI_API_KEY is set).
+
+Without a key, the SDK's ScriptedModel answers and a tiny 3,000-token window makes
+compaction happen within a handful of turns, so you can watch it work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message
+
+from sessionstore import SessionStore, SQLSession
+from sessionstore.compaction import CompactConfig, CompactManager
+
+
+def _model(turns: int) -> Any:
+    if os.environ.get("OPENAI_API_KEY"):
+        return "gpt-4o-mini"
+    set_tracing_disabled(True)
+    return ScriptedModel([[assistant_message(f"Noted fact {n}. " * 40)] for n in range(turns)])
+
+
+async def main(turns: int = 12) -> None:
+    # --- enablement: these lines are all it takes ------------------------------
+    store = SessionStore("sqlite:///minimal.db")
+    manager = CompactManager(CompactConfig(max_context_tokens=3_000, storage=store))
+    session = SQLSession("user-42", manager=manager)
+    run_config = RunConfig(call_model_input_filter=manager.model_input_filter)
+    agent = Agent(name="assistant", instructions="Be brief.", model=_model(turns))
+    # ----------------------------------------------------------------------------
+    await session.clear_session()
+    for n in range(turns):
+        await Runner.run(agent, f"Remember fact {n}.", session=session, run_config=run_config)
+    info = await store.session_info("user-42")
+    assert info is not None
+    print(f"{turns} turns, {info.compaction_count} compactions, {info.context_tokens} tokens now")
+    await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
