@@ -59,6 +59,8 @@ class NormalizeReport:
 
 def normalize(items: Sequence[Mapping[str, Any]]) -> NormalizeReport:
     """Strip private keys, drop orphan outputs, then give every unanswered call an output."""
+    if _already_clean(items):
+        return NormalizeReport(items=list(items))  # type: ignore[arg-type]  # plain dicts
     public = [_public(item) for item in items]
     kept, dropped_outputs = _remove_orphan_outputs(public)
     repaired, synthesized, dropped_calls = _ensure_call_outputs_present(kept)
@@ -68,6 +70,26 @@ def normalize(items: Sequence[Mapping[str, Any]]) -> NormalizeReport:
         dropped_outputs=tuple(dropped_outputs),
         dropped_calls=tuple(dropped_calls),
     )
+
+
+def _already_clean(items: Sequence[Mapping[str, Any]]) -> bool:
+    """One cheap pass for the common case: plain dicts, no `meta`, every call answered once
+    after it. Anything unusual (or merely unfamiliar) says no and takes the full repair path."""
+    pending: set[str] = set()
+    for item in items:
+        if type(item) is not dict or _PRIVATE_KEY in item:
+            return False
+        answered = answered_call(item)
+        if answered is not None:
+            if answered not in pending:
+                return False
+            pending.discard(answered)
+            continue
+        for call_id in calls_in(item):
+            if call_id in pending:
+                return False
+            pending.add(call_id)
+    return not pending
 
 
 def remove_orphan_outputs(items: Sequence[ItemT]) -> list[ItemT]:
