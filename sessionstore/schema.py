@@ -153,16 +153,12 @@ archives: Final = sa.Table(
     "archives",
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
-    sa.Column(
-        "session_id",
-        sa.Text,
-        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    # No foreign key: an archive may outlive its session (retention can keep it).
+    sa.Column("session_id", sa.Text, nullable=False),
     sa.Column(
         "compaction_id",
         sa.BigInteger,
-        sa.ForeignKey("compactions.id", ondelete="CASCADE"),
+        sa.ForeignKey("compactions.id", ondelete="SET NULL"),
         nullable=True,
     ),
     sa.Column("reason", sa.String(32), nullable=False),  # compaction|truncation
@@ -212,3 +208,46 @@ events: Final = sa.Table(
     sa.Index(None, "event", "ts"),
     sa.Index(None, "ts"),
 )
+
+# ------------------------------------------------------------ retention (0002)
+
+# Exactly which rows an archive holds, so retention can purge a row's plaintext
+# only once a copy of it is archived (an archive's seq range may span kept rows).
+archive_members: Final = sa.Table(
+    "archive_members",
+    metadata,
+    sa.Column("session_id", sa.Text, primary_key=True),
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column(
+        "archive_id",
+        sa.BigInteger,
+        sa.ForeignKey("archives.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Index(None, "archive_id"),
+)
+
+RETENTION_ACTIONS: Final = (
+    "purge_compacted_plaintext",
+    "delete_idle_sessions",
+    "delete_archives",
+    "delete_events",
+)
+
+retention_policies: Final = sa.Table(
+    "retention_policies",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("older_than_days", sa.Integer, nullable=False),
+    # delete_idle_sessions only: keep the sessions' archives (they outlive the session).
+    sa.Column("keep_archives", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
+    _created_at(),
+    sa.CheckConstraint(f"action IN {RETENTION_ACTIONS!r}", name="action_known"),
+    sa.CheckConstraint("older_than_days > 0", name="days_positive"),
+)
+
+# Retention scans: old rows by age, idle sessions by last write.
+sa.Index("ix_messages_created_at", messages.c.created_at)
+sa.Index("ix_sessions_updated_at", sessions.c.updated_at)

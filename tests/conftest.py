@@ -23,7 +23,15 @@ PG_ADMIN_URL = os.environ.get(
     "SESSIONSTORE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgresql")
-TABLES = ("events", "archives", "compactions", "messages", "sessions")
+TABLES = (
+    "events",
+    "archive_members",
+    "archives",
+    "compactions",
+    "messages",
+    "sessions",
+    "retention_policies",
+)
 
 
 def _dsn(url: str) -> str:

@@ -97,3 +97,74 @@ def test_compactctl_is_the_same_command(sqlite_url: str) -> None:
     result = runner.invoke(compactctl_app, ["work", "--url", sqlite_url, "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "would go from" in result.output
+
+
+def test_retention_policies_and_run_through_the_cli(db_url: str) -> None:
+    _seed(db_url)
+    made = runner.invoke(
+        app,
+        [
+            "retention",
+            "policy",
+            "set",
+            "events-1d",
+            "--action",
+            "delete_events",
+            "--days",
+            "1",
+            "--url",
+            db_url,
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    listed = json.loads(
+        runner.invoke(app, ["retention", "policy", "list", "--url", db_url, "--json"]).output
+    )
+    assert listed == [
+        {
+            "name": "events-1d",
+            "action": "delete_events",
+            "older_than_days": 1,
+            "keep_archives": True,
+            "enabled": True,
+        }
+    ]
+    dry = runner.invoke(app, ["retention", "run", "--dry-run", "--json", "--url", db_url])
+    assert json.loads(dry.output) == {"dry_run": True, "counts": {"events-1d": 0}}
+    gone = runner.invoke(app, ["retention", "policy", "delete", "missing", "--url", db_url])
+    assert gone.exit_code == 1 and "no policy named 'missing'" in gone.output
+
+
+def test_retention_rejects_bad_arguments(sqlite_url: str) -> None:
+    bad_action = runner.invoke(
+        app,
+        [
+            "retention",
+            "policy",
+            "set",
+            "x",
+            "--action",
+            "shred",
+            "--days",
+            "3",
+            "--url",
+            sqlite_url,
+        ],
+    )
+    assert bad_action.exit_code == 2 and "shred" in bad_action.output
+    bad_days = runner.invoke(
+        app,
+        [
+            "retention",
+            "policy",
+            "set",
+            "x",
+            "--action",
+            "delete_events",
+            "--days",
+            "0",
+            "--url",
+            sqlite_url,
+        ],
+    )
+    assert bad_days.exit_code == 2

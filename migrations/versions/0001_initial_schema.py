@@ -178,17 +178,12 @@ def upgrade() -> None:
             server_default=sa.func.current_timestamp(),
             nullable=False,
         ),
+        # Archives may outlive their session (retention can keep them); no session FK.
         sa.ForeignKeyConstraint(
             ["compaction_id"],
             ["compactions.id"],
             name=op.f("fk_archives_compaction_id_compactions"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["session_id"],
-            ["sessions.session_id"],
-            name=op.f("fk_archives_session_id_sessions"),
-            ondelete="CASCADE",
+            ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_archives")),
     )

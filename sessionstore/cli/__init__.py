@@ -10,6 +10,7 @@ from .common import EXIT_FAILED, EXIT_USAGE, err_console
 from .compact import compact
 from .demo import demo
 from .migrate import migrate
+from .retention import retention_app
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
@@ -19,12 +20,14 @@ app = typer.Typer(
 app.command()(migrate)
 app.command()(demo)
 app.command()(compact)
+app.add_typer(retention_app, name="retention")
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
     add_completion=False,
 )
 compactctl_app.command()(compact)
+app.add_typer(retention_app, name="retention")
 
 
 def _guarded(application: typer.Typer) -> None:

@@ -25,6 +25,7 @@ from ..schema import (
     KIND_CARRY,
     KIND_SUMMARY,
     KIND_TOMBSTONE,
+    archive_members,
     archives,
     compactions,
     events,
@@ -190,6 +191,13 @@ def tx_commit_compaction(
         )
         .returning(archives.c.id)
     ).scalar_one()
+    conn.execute(
+        archive_members.insert(),
+        [
+            {"session_id": write.session_id, "seq": row.seq, "archive_id": archive_id}
+            for row in write.replaced
+        ],
+    )
     for new_row in rows:
         new_row["compaction_id"] = compaction_id
     if rows:

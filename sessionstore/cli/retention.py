@@ -1,0 +1,143 @@
+"""`sessionstore retention`: policies and the job that applies them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn
+from rich.table import Table
+
+from ..retention import (
+    RetentionAction,
+    RetentionPolicy,
+    RetentionReport,
+    delete_policy,
+    list_policies,
+    run_retention,
+    set_policy,
+)
+from ..store import SessionStore
+from .common import EXIT_FAILED, UrlOption, console
+
+retention_app = typer.Typer(help="Retention: policies, and the job that applies them.")
+policy_app = typer.Typer(help="Create, list and delete retention policies.")
+retention_app.add_typer(policy_app, name="policy")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+@retention_app.command("run")
+def run(
+    url: UrlOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count only; change nothing.")] = False,
+    batch_size: Annotated[int, typer.Option(min=1, help="Rows per transaction.")] = 500,
+    as_json: JsonOption = False,
+) -> None:
+    """Apply every enabled policy now (on PostgreSQL, sessionstore_apply_retention() too)."""
+
+    async def go() -> RetentionReport:
+        async with SessionStore(url) as store:
+            with Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                console=console,
+                disable=as_json,
+                transient=True,
+            ) as bar:
+                task = bar.add_task("retention", total=None)
+
+                def progress(name: str, done: int) -> None:
+                    bar.update(task, description=f"{name}: {done:,} rows")
+
+                return await run_retention(
+                    store, dry_run=dry_run, batch_size=batch_size, progress=progress
+                )
+
+    report = asyncio.run(go())
+    if as_json:
+        console.print_json(json.dumps({"dry_run": report.dry_run, "counts": report.counts}))
+        return
+    if not report.counts:
+        console.print(
+            "No enabled retention policies; add one with `sessionstore retention policy set`."
+        )
+        return
+    table = Table(title="Retention " + ("(dry run: nothing changed)" if dry_run else "run"))
+    table.add_column("policy")
+    table.add_column(
+        "rows " + ("that would be affected" if dry_run else "affected"), justify="right"
+    )
+    for name, count in report.counts.items():
+        table.add_row(name, f"{count:,}")
+    console.print(table)
+
+
+@policy_app.command("set")
+def set_(
+    name: Annotated[str, typer.Argument(help="Policy name (replaces a policy of that name).")],
+    action: Annotated[RetentionAction, typer.Option(help="What to do with old data.")],
+    days: Annotated[int, typer.Option(min=1, help="Older than this many days.")],
+    delete_archives: Annotated[
+        bool, typer.Option(help="delete_idle_sessions: delete their archives too.")
+    ] = False,
+    disabled: Annotated[bool, typer.Option(help="Store the policy but do not apply it.")] = False,
+    url: UrlOption = None,
+) -> None:
+    """Create or replace a policy."""
+    policy = RetentionPolicy(
+        name, action, days, keep_archives=not delete_archives, enabled=not disabled
+    )
+
+    async def go() -> None:
+        async with SessionStore(url) as store:
+            await set_policy(store, policy)
+
+    asyncio.run(go())
+    console.print(f"[green]policy {name!r}: {action.value} older than {days} days")
+
+
+@policy_app.command("list")
+def list_(url: UrlOption = None, as_json: JsonOption = False) -> None:
+    """List the policies."""
+
+    async def go() -> list[RetentionPolicy]:
+        async with SessionStore(url) as store:
+            return await list_policies(store)
+
+    policies = asyncio.run(go())
+    rows = [
+        {
+            "name": p.name,
+            "action": p.action.value,
+            "older_than_days": p.older_than_days,
+            "keep_archives": p.keep_archives,
+            "enabled": p.enabled,
+        }
+        for p in policies
+    ]
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table(title="Retention policies")
+    for column in ("name", "action", "older_than_days", "keep_archives", "enabled"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(value) for value in row.values()))
+    console.print(table)
+
+
+@policy_app.command("delete")
+def delete(name: str, url: UrlOption = None) -> None:
+    """Delete a policy."""
+
+    async def go() -> bool:
+        async with SessionStore(url) as store:
+            return await delete_policy(store, name)
+
+    if not asyncio.run(go()):
+        console.print(f"[red]no policy named {name!r}")
+        raise typer.Exit(EXIT_FAILED)
+    console.print(f"deleted policy {name!r}")
