@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -27,7 +27,9 @@ from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import items as codec
-from .archive.codec import COMPRESSION, PLAIN_FORMAT, encode_archive
+from .archive.codec import encode_archive
+from .archive.sealing import archive_columns
+from .crypto import Keyring
 from .database import PostgresDatabase, open_database, resolve_url
 from .events import Event
 from .migrations import ensure_schema
@@ -325,6 +327,7 @@ def _tx_append_archived(
     protected: bool,
     encoding: str,
     originals: Mapping[int, Mapping[str, Any]],
+    keyring: Keyring | None,
 ) -> list[int]:
     """Append where some items are truncated copies: their originals go to `archives`,
     in the same transaction, and the rows point at them (both backends)."""
@@ -342,15 +345,8 @@ def _tx_append_archived(
         archive_ids[index] = conn.execute(
             archives.insert()
             .values(
-                session_id=session_id,
                 reason="truncation",
-                from_seq=body.from_seq,
-                to_seq=body.to_seq,
-                item_count=1,
-                format_version=PLAIN_FORMAT,
-                compression=COMPRESSION,
-                body=body.body,
-                content_sha256=body.content_sha256,
+                **archive_columns(body, session_id=session_id, compaction_id=None, keyring=keyring),
             )
             .returning(archives.c.id)
         ).scalar_one()
@@ -516,12 +512,15 @@ class SessionStore:
         sqlite_busy_timeout_ms: int = 5000,
         sqlite_synchronous: str = "FULL",
         engine_kwargs: Mapping[str, Any] | None = None,
+        keyring: Keyring | Literal["env"] | None = "env",
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
         `create_tables` migrates the database to the newest schema when needed;
         it defaults to True for SQLite (the embedded default) and False for
         PostgreSQL, where `sessionstore migrate` is the deliberate path.
+        `keyring` seals archives; "env" loads it from $SESSIONSTORE_KEYS or
+        $SESSIONSTORE_KEY_FILE (None when neither is set: archives stay plain).
         """
         self.url = resolve_url(url)
         self.database = open_database(
@@ -533,6 +532,7 @@ class SessionStore:
         self.dialect = self.database.dialect
         self.model = model
         self.estimator = estimator or estimator_for_model(model)
+        self.keyring: Keyring | None = Keyring.load() if keyring == "env" else keyring
         self._create_tables = self.dialect == "sqlite" if create_tables is None else create_tables
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -609,6 +609,7 @@ class SessionStore:
                 protected,
                 self.estimator.name,
                 originals,
+                self.keyring,
             )
         if isinstance(self.database, PostgresDatabase):
             rows = await self.database.fetch_statement(

@@ -6,9 +6,11 @@ import typer
 
 from ..compaction.errors import CompactError
 from ..errors import SessionStoreError
+from .archive import archive_app
 from .common import EXIT_FAILED, EXIT_USAGE, err_console
 from .compact import compact
 from .demo import demo
+from .keys import keys_app
 from .migrate import migrate
 from .retention import retention_app
 
@@ -21,6 +23,8 @@ app.command()(migrate)
 app.command()(demo)
 app.command()(compact)
 app.add_typer(retention_app, name="retention")
+app.add_typer(archive_app, name="archive")
+app.add_typer(keys_app, name="keys")
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
@@ -28,6 +32,8 @@ compactctl_app = typer.Typer(
 )
 compactctl_app.command()(compact)
 app.add_typer(retention_app, name="retention")
+app.add_typer(archive_app, name="archive")
+app.add_typer(keys_app, name="keys")
 
 
 def _guarded(application: typer.Typer) -> None:

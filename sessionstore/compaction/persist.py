@@ -18,7 +18,9 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..archive.codec import COMPRESSION, PLAIN_FORMAT, encode_archive
+from ..archive.codec import encode_archive
+from ..archive.sealing import archive_columns
+from ..crypto import Keyring
 from ..events import Event
 from ..items import encode_payload
 from ..schema import (
@@ -125,7 +127,7 @@ def _conflicts(late: Sequence[StoredRow], snapshot_last: int) -> bool:
 
 
 def tx_commit_compaction(
-    conn: Connection, write: CompactionWrite, count_item: CountItem
+    conn: Connection, write: CompactionWrite, count_item: CountItem, keyring: Keyring | None
 ) -> CompactionResult | None:
     """Commit the compaction, or return None if the session moved under it (retry)."""
     session: AnyRow | None = lock_session(conn, write.session_id)
@@ -178,16 +180,13 @@ def tx_commit_compaction(
     archive_id = conn.execute(
         archives.insert()
         .values(
-            session_id=write.session_id,
-            compaction_id=compaction_id,
             reason="compaction",
-            from_seq=archive.from_seq,
-            to_seq=archive.to_seq,
-            item_count=archive.item_count,
-            format_version=PLAIN_FORMAT,
-            compression=COMPRESSION,
-            body=archive.body,
-            content_sha256=archive.content_sha256,
+            **archive_columns(
+                archive,
+                session_id=write.session_id,
+                compaction_id=compaction_id,
+                keyring=keyring,
+            ),
         )
         .returning(archives.c.id)
     ).scalar_one()

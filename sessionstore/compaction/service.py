@@ -396,7 +396,7 @@ class CompactManager:
             ],
         )
         result = await self.store.database.write(
-            tx_commit_compaction, write, self.estimator.count_item
+            tx_commit_compaction, write, self.estimator.count_item, self.store.keyring
         )
         if result is None:
             return None

@@ -1,0 +1,113 @@
+"""Key rotation: rewrap archive data keys under the active key, payloads untouched.
+
+Each batch is one transaction that rewraps the oldest archives still under another
+key, so an interrupted rotation resumes where it stopped: run it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..crypto import ENVELOPE_V1, Keyring, rewrap
+from ..errors import SessionStoreError
+from ..schema import archives
+from ..store import SessionStore
+from .sealing import archive_context, label_of, sealed_of
+
+Progress = Callable[[int, int], None]  # (rewrapped so far, total to do)
+
+
+class KeyInUseError(SessionStoreError):
+    """A key cannot be retired while sealed rows still reference it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RotationReport:
+    """What a rotation did and what still references each key."""
+
+    active: str
+    rewrapped: int
+    usage: dict[str, int]
+
+
+def _usage(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(
+        sa.select(archives.c.kek_id, sa.func.count())
+        .where(archives.c.format_version == ENVELOPE_V1)
+        .group_by(archives.c.kek_id)
+    )
+    return {str(kek_id): int(count) for kek_id, count in rows}
+
+
+def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
+    active = keyring.active.key_id
+    rows = [
+        dict(row._mapping)
+        for row in conn.execute(
+            sa.select(archives)
+            .where(archives.c.format_version == ENVELOPE_V1, archives.c.kek_id != active)
+            .order_by(archives.c.id)
+            .limit(batch)
+        )
+    ]
+    for row in rows:
+        context = archive_context(
+            row["session_id"], row["compaction_id"], row["from_seq"], row["to_seq"]
+        )
+        fresh = rewrap(sealed_of(row), keyring, context, label=label_of(row))
+        conn.execute(
+            archives.update()
+            .where(archives.c.id == row["id"])
+            .values(kek_id=fresh.kek_id, wrapped_key=fresh.wrapped_key)
+        )
+    return len(rows)
+
+
+async def key_usage(store: SessionStore) -> dict[str, int]:
+    """How many sealed archives each key id protects."""
+    await store.ensure_ready()
+    return await store.database.read(_usage)
+
+
+async def rotate_keys(
+    store: SessionStore,
+    keyring: Keyring | None = None,
+    *,
+    batch_size: int = 200,
+    max_batches: int | None = None,
+    progress: Progress | None = None,
+) -> RotationReport:
+    """Rewrap every archive not under the active key; resumable, batch by batch."""
+    ring = keyring or store.keyring
+    if ring is None:
+        raise SessionStoreError(
+            "no keyring configured: set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE (with the new "
+            "key active and the old keys still present), then rotate"
+        )
+    await store.ensure_ready()
+    before = await key_usage(store)
+    todo = sum(count for key, count in before.items() if key != ring.active.key_id)
+    done = batches = 0
+    while max_batches is None or batches < max_batches:
+        count = await store.database.write(_tx_rewrap_batch, ring, batch_size)
+        done += count
+        batches += 1
+        if progress is not None:
+            progress(done, todo)
+        if count < batch_size:
+            break
+    return RotationReport(ring.active.key_id, done, await key_usage(store))
+
+
+async def check_retirable(store: SessionStore, key_id: str) -> None:
+    """Raise KeyInUseError unless no sealed row references `key_id` any more."""
+    in_use = (await key_usage(store)).get(key_id, 0)
+    if in_use:
+        raise KeyInUseError(
+            f"key {key_id!r} still protects {in_use} archive(s); run `sessionstore keys rotate` "
+            "with another key active first, then retire it"
+        )

@@ -1,0 +1,57 @@
+"""`sessionstore archive show`: the originals a compaction replaced, decrypted and verified."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+
+from ..archive.reader import read_archives
+from ..archive.sealing import OpenedArchive
+from ..redaction import Redactor, redaction_disabled_event
+from ..store import SessionStore
+from .common import UrlOption, console, err_console
+
+archive_app = typer.Typer(help="Archived originals (compaction, truncation).")
+
+
+@archive_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session whose archives to show.")],
+    url: UrlOption = None,
+    compaction: Annotated[int | None, typer.Option(help="Only this compaction's archive.")] = None,
+    redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON lines, one archived row each.")
+    ] = False,
+) -> None:
+    """Print archived rows (secrets redacted unless --no-redact)."""
+    redactor = Redactor(enabled=redact)
+
+    async def go() -> list[OpenedArchive]:
+        async with SessionStore(url) as store:
+            if not redact:
+                await store.record_events([redaction_disabled_event(session_id)])
+            return await read_archives(store, session_id, compaction_id=compaction)
+
+    opened = asyncio.run(go())
+    if not redact:
+        err_console.print("[red]warning:[/] redaction is off; secrets in the archive are printed")
+    if not opened:
+        console.print(f"no archives for session {session_id!r}")
+        return
+    for archive in opened:
+        if not as_json:
+            console.rule(
+                f"archive {archive.archive_id} ({archive.reason}, compaction "
+                f"{archive.compaction_id}, seq {archive.from_seq}-{archive.to_seq}, "
+                f"key {archive.kek_id or 'none: unencrypted'})"
+            )
+        for record in archive.records:
+            shown = redactor.value(record)
+            if as_json:
+                print(json.dumps({"archive_id": archive.archive_id, **shown}, ensure_ascii=False))
+            else:
+                console.print_json(json.dumps(shown, ensure_ascii=False))

@@ -1,0 +1,152 @@
+"""`sessionstore keys`: generate, inspect, rotate and retire archive encryption keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from ..archive.rotation import RotationReport, check_retirable, key_usage, rotate_keys
+from ..crypto import KEY_FILE_ENV, Keyring, LocalKey
+from ..store import SessionStore
+from .common import UrlOption, console
+
+keys_app = typer.Typer(help="Archive encryption keys: generate, status, rotate, retire.")
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+KeyFileOption = Annotated[
+    Path | None,
+    typer.Option("--key-file", envvar=KEY_FILE_ENV, help="JSON key file (chmod 600)."),
+]
+
+
+def _replace_file(path: Path, keyring: Keyring) -> None:
+    """Write the key file atomically (a crash never leaves a half-written key file)."""
+    staging = path.with_name(f".{path.name}.new")
+    staging.unlink(missing_ok=True)
+    Keyring.write_file(staging, keyring)
+    os.replace(staging, path)
+
+
+@keys_app.command()
+def generate(
+    key_id: Annotated[str, typer.Argument(help="Id of the new key, e.g. k2026-11.")],
+    key_file: KeyFileOption = None,
+    activate: Annotated[bool, typer.Option(help="Make it the key new archives use.")] = True,
+) -> None:
+    """Add a new random key to the key file (created with mode 600 if missing)."""
+    if key_file is None:
+        raise typer.BadParameter("give --key-file or set SESSIONSTORE_KEY_FILE")
+    new = LocalKey.generate(key_id)
+    if key_file.exists():
+        current = Keyring.from_file(key_file)
+        if key_id in current.ids:
+            raise typer.BadParameter(f"key {key_id!r} already exists in {key_file}")
+        keys = [current.get(k) for k in current.ids] + [new]
+        active = key_id if activate else current.active.key_id
+    else:
+        keys, active = [new], key_id
+    _replace_file(key_file, Keyring(keys, active=active))
+    console.print(f"[green]added key {key_id!r} to {key_file}; active key: {active!r}")
+
+
+@keys_app.command()
+def status(url: UrlOption = None, as_json: JsonOption = False) -> None:
+    """Which keys are configured, which is active, how many archives each protects."""
+
+    async def go() -> tuple[Keyring | None, dict[str, int]]:
+        async with SessionStore(url) as store:
+            return store.keyring, await key_usage(store)
+
+    keyring, usage = asyncio.run(go())
+    configured = list(keyring.ids) if keyring else []
+    active = keyring.active.key_id if keyring else None
+    rows = [
+        {
+            "key_id": k,
+            "active": k == active,
+            "configured": k in configured,
+            "archives": usage.get(k, 0),
+        }
+        for k in sorted(set(configured) | set(usage))
+    ]
+    if as_json:
+        console.print_json(json.dumps({"active": active, "keys": rows}))
+        return
+    if keyring is None:
+        console.print("[yellow]no keyring configured: new archives are stored unencrypted")
+    table = Table(title="Archive keys")
+    for column in ("key_id", "active", "configured", "archives"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(value) for value in row.values()))
+    console.print(table)
+
+
+@keys_app.command()
+def rotate(
+    url: UrlOption = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Archives per transaction.")] = 200,
+    as_json: JsonOption = False,
+) -> None:
+    """Rewrap every archive's data key under the active key (payloads are not decrypted)."""
+
+    async def go() -> RotationReport:
+        async with SessionStore(url) as store:
+            with Progress(
+                TextColumn("rewrapping"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                console=console,
+                disable=as_json,
+                transient=True,
+            ) as bar:
+                task = bar.add_task("rotate", total=None)
+
+                def progress(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                return await rotate_keys(store, batch_size=batch_size, progress=progress)
+
+    report = asyncio.run(go())
+    if as_json:
+        console.print_json(
+            json.dumps(
+                {"active": report.active, "rewrapped": report.rewrapped, "usage": report.usage}
+            )
+        )
+        return
+    console.print(f"[green]rewrapped {report.rewrapped} archive(s) under {report.active!r}")
+    for key_id, count in sorted(report.usage.items()):
+        console.print(f"  {key_id}: {count} archive(s)")
+
+
+@keys_app.command()
+def retire(
+    key_id: Annotated[str, typer.Argument(help="The key to retire.")],
+    url: UrlOption = None,
+    key_file: KeyFileOption = None,
+) -> None:
+    """Retire a key once no archive needs it (removes it from --key-file if given)."""
+
+    async def go() -> None:
+        async with SessionStore(url) as store:
+            await check_retirable(store, key_id)
+
+    asyncio.run(go())
+    if key_file is None:
+        console.print(f"[green]no archive needs {key_id!r}; remove it from SESSIONSTORE_KEYS")
+        return
+    current = Keyring.from_file(key_file)
+    if current.active.key_id == key_id:
+        raise typer.BadParameter(f"{key_id!r} is the active key; activate another one first")
+    _replace_file(
+        key_file,
+        Keyring([current.get(k) for k in current.ids if k != key_id], active=current.active.key_id),
+    )
+    console.print(f"[green]retired {key_id!r}: removed from {key_file}")
