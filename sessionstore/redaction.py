@@ -5,14 +5,15 @@ gets replayed), and only the copies handed to exporters and storage adapters are
 Matching is pattern based, so it is a safety net rather than a guarantee; the hook lets a
 deployment plug in a real PII detector.
 
-Every default pattern runs in linear time (unbounded runs only start where a lookbehind says a
-token starts), because redaction sees whatever a tool printed, including megabytes of base64.
+Every default pattern runs in linear time (no two quantifiers can split the same text, and
+token runs start only where a lookbehind says a token starts), because redaction sees whatever
+a tool printed, including megabytes of base64.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -37,18 +38,29 @@ _SECRET_NAMES: Final = (
     r"|secret(?:[_-]?access)?(?:[_-]?key)?|token"
 )
 
-# The value after a secret name: a quoted string (the quotes are kept; escapes are honoured, and
-# `\"` covers JSON nested in a JSON string) or a bare run up to whitespace, the seed's `\S+`. A
-# bare value may not start with "=" so that base64 padding ("...pwd==") never matches, and a
-# complete call or subscript is code (`token = tokenizer.encode(text)`), not a secret.
+# What joins a secret name to its value: an optional closing quote (JSON keys, also `\"` in JSON
+# nested in a JSON string), then "=", ":", ":=" or "=>".
+_SEPARATOR: Final = r"\\?[\"']?\s*(?::=|=>|[:=])"
+
+# The value after a secret name: a quoted string (the quotes are kept; escapes are honoured) or a
+# bare run up to whitespace, the seed's `\S+`. A bare value is none of: a run starting with "="
+# (base64 padding, "...pwd=="), a complete call or subscript (code such as
+# `token = tokenizer.encode(text)`), or the next name ("the password: password: hunter2", where
+# redacting the second "password:" would leak the password itself).
 _VALUE: Final = (
     r'(?:"(?P<secret_dq>(?:[^"\\\n]|\\.)*)"'
     r"|'(?P<secret_sq>(?:[^'\\\n]|\\.)*)'"
     r'|\\"(?P<secret_esc>(?:[^"\\\n]|\\[^"\n])*)\\"'
     r"|(?![A-Za-z_][\w.]*(?:\([^()\s]*\)|\[[^\[\]\s]*\])(?![^\s,;)\]}]))"
+    rf"(?!(?i:{_SECRET_NAMES}){_SEPARATOR})"
     r"(?P<secret>[^\s=]\S*))"
 )
 
+# One pass in this order is idempotent: every replaced span is maximal for its pattern and
+# "<REDACTED>" holds none of the characters a pattern needs next to it, so a replacement never
+# creates a match for a pattern that already ran (tests check this property). Token patterns
+# put their literal prefix before the boundary lookbehind: a leading literal lets `re` skip
+# ahead with a fast string search instead of trying the pattern at every position.
 DEFAULT_PATTERNS: Final[tuple[str, ...]] = (
     # PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK): the armor lines stay, the
     # body goes. The body stops at the next "-----", so a truncated key is still redacted.
@@ -61,7 +73,7 @@ DEFAULT_PATTERNS: Final[tuple[str, ...]] = (
     # that "sk-learn-compatible-estimators" is not a key).
     r"sk-(?<![A-Za-z0-9_-]sk-)(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}",
     # GitHub tokens: classic PAT ghp_, OAuth gho_, app ghs_/ghu_, refresh ghr_, fine-grained PAT.
-    r"gh(?<![A-Za-z0-9_]gh)(?:[oprsu]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})",
+    r"g(?<![A-Za-z0-9_]g)(?:h[oprsu]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})",
     # Slack tokens: bot xoxb-, user xoxp-, app-level xoxa-, refresh xoxr-, legacy xoxs-.
     r"xox(?<![A-Za-z0-9-]xox)[abprs]-[A-Za-z0-9-]{10,}",
     # Google API keys: "AIza" and 35 base64url characters.
@@ -72,29 +84,25 @@ DEFAULT_PATTERNS: Final[tuple[str, ...]] = (
     # runs to the last "@" because unencoded "@" in passwords is common in the wild.
     r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@",
     # Authorization headers (and Proxy-Authorization): the scheme stays, the credentials go.
-    r"[Aa](?i:uthorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
-    r"(?:(?:basic|bearer|digest|dpop|negotiate|token)\s+)?)"
+    r"[Aa](?i:uthorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+    r"(?:(?:basic|bearer|digest|dpop|negotiate|token)[ \t]+)?)"
     r"(?P<secret>[^\s\"'\\=][^\s\"'\\]*)",
     # Bearer tokens outside a header ("curl -H 'Bearer ...'"); requiring 8+ characters with a
     # digit keeps prose ("the bearer of bad news") intact.
-    r"[Bb](?<![A-Za-z0-9][Bb])(?i:earer)\s+(?P<secret>(?=[\w.~+/-]*[0-9])[\w.~+/-]{8,}=*)",
+    r"[Bb](?<![A-Za-z0-9][Bb])(?i:earer)[ \t]+(?P<secret>(?=[\w.~+/-]*[0-9])[\w.~+/-]{8,}=*)",
     # name=value, name: value, "name": "value", name := value, name => value, for every name in
     # _SECRET_NAMES. Generalises the seed's `(?i)api[_-]?key\s*[:=]\s*\S+` and
     # `(?i)password\s*[:=]\s*\S+` (and covers aws_secret_access_key, client_secret,
     # access_token, refresh_token, passwd, pwd) while keeping the name.
-    rf"(?i)(?:{_SECRET_NAMES})\\?[\"']?\s*(?::=|=>|[:=])\s*{_VALUE}",
-    # Command-line flags: --password hunter2, --api-key sk-..., --client-secret "...".
-    rf"--(?<![\w-]--)(?i:(?:[a-z0-9]+[_-]){{0,3}}(?:{_SECRET_NAMES}))[ \t]+{_VALUE}",
+    rf"(?i)(?:{_SECRET_NAMES}){_SEPARATOR}\s*{_VALUE}",
+    # Command-line flags: --password hunter2, --api-key sk-..., --client-secret "...". A flag
+    # or shell syntax after the name ("--with-token < file") is not a value.
+    rf"--(?<![\w-]--)(?i:(?:[a-z0-9]+[_-]){{0,3}}(?:{_SECRET_NAMES}))[ \t]+(?![-<>|&;]){_VALUE}",
 )
 
 # A mapping key whose string value is a secret: parsed JSON has no "key=" text left for the
 # patterns to anchor on, so {"password": "hunter2"} is judged by its key.
 _SECRET_KEY: Final = re.compile(rf"(?i)(?:{_SECRET_NAMES}|authorization)\Z")
-
-# Later patterns can expose a match to an earlier one (a quoted value collapsing inside a URL),
-# so text is redacted to a fixed point; the cap stops a custom pattern that matches its own
-# replacement from looping forever.
-_MAX_PASSES: Final = 4
 
 
 def parse_patterns(patterns: Sequence[str | re.Pattern[str]]) -> list[re.Pattern[str]]:
@@ -114,6 +122,9 @@ def parse_patterns(patterns: Sequence[str | re.Pattern[str]]) -> list[re.Pattern
 
 
 _DEFAULT_COMPILED: Final = tuple(parse_patterns(DEFAULT_PATTERNS))
+_MIN_SECRET: Final = 4  # shorter matches would scrub ordinary words out of derived text
+_KEY_PREFIX: Final = re.compile(r"^[\w.-]{1,64}\s*[:=]\s*")
+_TRAILING: Final = ")]}>.,;:'\"`"
 
 
 class Redactor:
@@ -153,17 +164,12 @@ class Redactor:
         """`s` with every secret replaced; `s` itself when nothing matched."""
         if not self._enabled:
             return s
-        current = s
-        for _ in range(_MAX_PASSES):
-            redacted = current
-            for pattern, substitute in self._rules:
-                redacted = pattern.sub(substitute, redacted)
-            if redacted == current:
-                break
-            current = redacted
+        redacted = s
+        for pattern, substitute in self._rules:
+            redacted = pattern.sub(substitute, redacted)
         if self._hook is not None:
-            current = self._hook(current)
-        return s if current == s else current
+            redacted = self._hook(redacted)
+        return s if redacted == s else redacted
 
     def value(self, obj: Any) -> Any:
         """Deep-redacted copy of a JSON-like value; the very same object when nothing changed.
@@ -185,6 +191,31 @@ class Redactor:
                 return obj
             return values if isinstance(obj, list) else tuple(values)
         return obj
+
+    def secrets_in(self, texts: Iterable[str]) -> set[str]:
+        """The exact secret values the patterns find in `texts`.
+
+        Text derived from these texts (a summary) can carry a secret without the
+        context that made it recognizable (`password: X` summarized as `X`);
+        `scrub` removes such known values anywhere.
+        """
+        found: set[str] = set()
+        if not self._enabled:
+            return found
+        for text in texts:
+            for pattern, _substitute in self._rules:
+                names = [n for n in pattern.groupindex if n.startswith("secret")]
+                for match in pattern.finditer(text):
+                    parts = [match.group(n) for n in names] if names else [match.group(0)]
+                    found.update(_bare_values(part) for part in parts if part)
+        return {secret for secret in found if len(secret) >= _MIN_SECRET}
+
+    def scrub(self, text: str, secrets: Iterable[str]) -> str:
+        """`text` redacted, with every known secret value replaced wherever it appears."""
+        redacted = self.text(text)
+        for secret in sorted(secrets, key=len, reverse=True):
+            redacted = redacted.replace(secret, self._replacement)
+        return redacted
 
     def item(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """A redacted session item (the input itself if it is a dict with nothing to redact)."""
@@ -208,12 +239,19 @@ class Redactor:
         return self.value(value)
 
 
+def _bare_values(found: str) -> str:
+    """The secret itself: without a `key=`/`key:` prefix or trailing punctuation, which a
+    whole-match pattern or a greedy value captures but a summary would not repeat."""
+    value = _KEY_PREFIX.sub("", found.strip())
+    return value.rstrip(_TRAILING)
+
+
 def _substituter(pattern: re.Pattern[str], replacement: str) -> Callable[[re.Match[str]], str]:
     """The `re.sub` callback for one pattern (secret groups looked up once, not per match)."""
     groups = tuple(
         number for name, number in pattern.groupindex.items() if name.startswith("secret")
     )
-    if not groups:
+    if not groups:  # a zero-width match (possible in a custom pattern) has nothing to hide
         return lambda match: replacement if match.end() > match.start() else ""
 
     def substitute(match: re.Match[str]) -> str:
