@@ -33,6 +33,7 @@ from .crypto import Keyring
 from .database import PostgresDatabase, open_database, resolve_url
 from .events import Event
 from .migrations import ensure_schema
+from .redaction import Redactor, redaction_disabled_event
 from .schema import (
     KIND_CLEAR,
     KIND_ITEM,
@@ -513,6 +514,8 @@ class SessionStore:
         sqlite_synchronous: str = "FULL",
         engine_kwargs: Mapping[str, Any] | None = None,
         keyring: Keyring | Literal["env"] | None = "env",
+        redactor: Redactor | None = None,
+        redact_archives: bool = False,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -521,6 +524,9 @@ class SessionStore:
         PostgreSQL, where `sessionstore migrate` is the deliberate path.
         `keyring` seals archives; "env" loads it from $SESSIONSTORE_KEYS or
         $SESSIONSTORE_KEY_FILE (None when neither is set: archives stay plain).
+        `redactor` scrubs secrets from events before they are stored or exported
+        (on by default; the live session is never changed); `redact_archives`
+        also scrubs archived copies.
         """
         self.url = resolve_url(url)
         self.database = open_database(
@@ -533,6 +539,8 @@ class SessionStore:
         self.model = model
         self.estimator = estimator or estimator_for_model(model)
         self.keyring: Keyring | None = Keyring.load() if keyring == "env" else keyring
+        self.redactor = redactor or Redactor()
+        self.redact_archives = redact_archives
         self._create_tables = self.dialect == "sqlite" if create_tables is None else create_tables
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -567,12 +575,16 @@ class SessionStore:
                 return
             await ensure_schema(self.database, create=self._create_tables, url_hint=self.safe_url)
             self._ready = True
+            warnings: list[Event] = []
+            if not self.redactor.enabled:
+                warnings.append(redaction_disabled_event())  # before anything is exported
             reason = getattr(self.estimator, "fallback_reason", None)
             if reason:
                 fields = {"estimator": self.estimator.name, "reason": reason}
-                await self.record_events(
-                    [Event("tokens.estimator_fallback", severity="warning", fields=fields)]
+                warnings.append(
+                    Event("tokens.estimator_fallback", severity="warning", fields=fields)
                 )
+            await self.record_events(warnings)
 
     # ------------------------------------------------------------------ writes
 
@@ -675,10 +687,14 @@ class SessionStore:
         return await self.database.write(_tx_delete, session_id)
 
     async def record_events(self, batch: Sequence[Event]) -> None:
-        """Store events as rows of `events` (the source of truth for exporters)."""
+        """Store events (redacted) as rows of `events`, the source of truth for exporters."""
         if batch:
             await self.ensure_ready()
-            await self.database.write(_tx_events, [event.row() for event in batch])
+            await self.database.write(_tx_events, [event.row() for event in self.redacted(batch)])
+
+    def redacted(self, batch: Sequence[Event]) -> list[Event]:
+        """Events with secrets scrubbed (copies; the originals are untouched)."""
+        return [self.redactor.event(event) for event in batch]
 
     # ------------------------------------------------------------------- reads
 

@@ -62,6 +62,7 @@ class CompactionWrite:
     replaced: Sequence[StoredRow]
     record: Mapping[str, Any]  # compactions columns decided by the service
     events: Sequence[Event] = field(default_factory=tuple)
+    redact: Callable[[Any], Any] | None = None  # scrub archived copies (redact_archives)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,8 @@ def tx_commit_compaction(
         )
         .returning(compactions.c.id)
     ).scalar_one()
-    archive = encode_archive([archived_record(row) for row in write.replaced])
+    records = [archived_record(row) for row in write.replaced]
+    archive = encode_archive([write.redact(r) for r in records] if write.redact else records)
     archive_id = conn.execute(
         archives.insert()
         .values(

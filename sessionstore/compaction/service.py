@@ -379,21 +379,24 @@ class CompactManager:
                 "tokens_before": tokens_before,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             },
-            events=[
-                self.decision_event(
-                    session_id,
-                    decision,
-                    note=note,
-                    kept={
-                        "pinned": layers.pinned,
-                        "recent_turns": layers.recent_turns,
-                        "tool_pairs": layers.tool_pairs,
-                    },
-                    pruned_count=layers.pruned_count,
-                ),
-                *summary.events,
-                *self._result_events(session_id, plan, layers, summary, tokens_before),
-            ],
+            events=self.store.redacted(
+                [
+                    self.decision_event(
+                        session_id,
+                        decision,
+                        note=note,
+                        kept={
+                            "pinned": layers.pinned,
+                            "recent_turns": layers.recent_turns,
+                            "tool_pairs": layers.tool_pairs,
+                        },
+                        pruned_count=layers.pruned_count,
+                    ),
+                    *summary.events,
+                    *self._result_events(session_id, plan, layers, summary, tokens_before),
+                ]
+            ),
+            redact=self.store.redactor.value if self.store.redact_archives else None,
         )
         result = await self.store.database.write(
             tx_commit_compaction, write, self.estimator.count_item, self.store.keyring
@@ -540,6 +543,11 @@ class CompactManager:
         found: list[Event] = []
         if summary.text is not None:
             summary_tokens = self.estimator.count_text(summary.text)
+            sources = [text_of(item) for unit in plan.remainder for item in unit.items]
+            if plan.prior_summary is not None:
+                sources.append(text_of(plan.prior_summary.items[0]))
+            redactor = self.store.redactor
+            exported_summary = redactor.scrub(summary.text, redactor.secrets_in(sources))
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )
@@ -552,7 +560,7 @@ class CompactManager:
                         "input_messages": layers.pruned_count,
                         "summary_tokens": summary_tokens,
                         "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
-                        "summary": summary.text,
+                        "summary": exported_summary,
                     },
                 )
             )
