@@ -39,6 +39,7 @@ from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.service import CompactConfig, CompactManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
 from sessionstore.compaction.tracking import track_load
+from sessionstore.crypto import Keyring, LocalKey
 
 WORDS = [
     "deploy",
@@ -86,6 +87,46 @@ async def timed(work: Awaitable[Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     result = await work
     return (time.perf_counter() - start) * 1000, result
+
+
+async def bench_sealing_cost(url: str, size: int, repeats: int) -> None:
+    """What sealing archives (AES-256-GCM envelope) adds to a compaction, same run."""
+    print(
+        f"\ncompaction with sealed vs plain archives, {size:,} items "
+        f"({make_url(url).get_backend_name()})",
+        flush=True,
+    )
+    results: dict[str, float] = {}
+    keyrings = {"plain": None, "sealed": Keyring([LocalKey.generate("bench")])}
+    samples: dict[str, list[float]] = {name: [] for name in keyrings}
+    stores = {
+        name: SessionStore(url, create_tables=True, keyring=ring) for name, ring in keyrings.items()
+    }
+    try:
+        for r in range(repeats):
+            for name, store in stores.items():
+                manager = CompactManager(
+                    CompactConfig(
+                        max_context_tokens=5_000_000, storage=store, summarizer=InstantSummarizer()
+                    )
+                )
+                sid = f"seal-{name}-{r}-{uuid.uuid4().hex[:6]}"
+                batch = items(size)
+                for start in range(0, size, 500):
+                    await store.append(sid, batch[start : start + 500])
+                ms, outcome = await timed(manager.compact(sid))
+                assert outcome.compacted
+                samples[name].append(ms)
+        for name, values in samples.items():
+            results[name] = statistics.median(values)
+            print(f"  {name:<7}{results[name]:>9.1f} ms")
+        print(
+            f"  sealing adds {results['sealed'] - results['plain']:+.1f} ms "
+            f"({results['sealed'] / results['plain']:.2f}x)"
+        )
+    finally:
+        for store in stores.values():
+            await store.close()
 
 
 async def bench_compaction(url: str, sizes: tuple[int, ...], repeats: int) -> None:
@@ -203,6 +244,7 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             url = f"sqlite:///{Path(workdir) / 'bench.db'}"
             await bench_compaction(url, sizes, repeats)
+            await bench_sealing_cost(url, 1_000, repeats * 2)
             await bench_preflight(url, repeats * 4)
     if "postgresql" in backends:
         admin = os.environ.get(
@@ -220,6 +262,7 @@ async def main() -> None:
                 .render_as_string(hide_password=False)
             )
             await bench_compaction(rendered, sizes, repeats)
+            await bench_sealing_cost(rendered, 1_000, repeats * 2)
             await bench_preflight(rendered, repeats * 4)
         finally:
             conn = await asyncpg.connect(admin_dsn)

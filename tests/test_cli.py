@@ -168,3 +168,60 @@ def test_retention_rejects_bad_arguments(sqlite_url: str) -> None:
         ],
     )
     assert bad_days.exit_code == 2
+
+
+def test_keys_generate_rotate_retire_and_archive_show(tmp_path: Path) -> None:
+    import asyncio
+
+    from sessionstore import SessionStore
+    from sessionstore.compaction import CompactConfig, CompactManager
+    from sessionstore.crypto import Keyring
+
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    key_file = tmp_path / "keys.json"
+    assert (
+        runner.invoke(app, ["keys", "generate", "k1", "--key-file", str(key_file)]).exit_code == 0
+    )
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+
+    async def seed() -> None:
+        async with SessionStore(url, keyring=Keyring.from_file(key_file)) as store:
+            manager = CompactManager(CompactConfig(storage=store))
+            items = []
+            for n in range(10):
+                items += [
+                    {"role": "user", "content": f"turn {n}"},
+                    {
+                        "role": "assistant",
+                        "content": f"saved token=tok_{n}_SECRETVALUE for turn {n}",
+                    },
+                ]
+            await manager.append("s", items)
+            await manager.compact("s")
+
+    asyncio.run(seed())
+    env = {"SESSIONSTORE_KEY_FILE": str(key_file)}
+    status = json.loads(
+        runner.invoke(app, ["keys", "status", "--url", url, "--json"], env=env).output
+    )
+    assert status["active"] == "k1" and status["keys"][0]["archives"] == 1
+    shown = runner.invoke(app, ["archive", "show", "s", "--url", url, "--json"], env=env)
+    assert (
+        shown.exit_code == 0 and "SECRETVALUE" not in shown.output and "<REDACTED>" in shown.output
+    )
+    busy = runner.invoke(app, ["keys", "retire", "k1", "--url", url], env=env)
+    assert busy.exit_code != 0 and "still protects 1 archive" in str(busy.exception)
+    assert (
+        runner.invoke(app, ["keys", "generate", "k2", "--key-file", str(key_file)]).exit_code == 0
+    )
+    rotated = json.loads(
+        runner.invoke(app, ["keys", "rotate", "--url", url, "--json"], env=env).output
+    )
+    assert rotated == {"active": "k2", "rewrapped": 1, "usage": {"k2": 1}}
+    retired = runner.invoke(
+        app, ["keys", "retire", "k1", "--url", url, "--key-file", str(key_file)], env=env
+    )
+    assert retired.exit_code == 0, retired.output
+    assert Keyring.from_file(key_file).ids == ("k2",)
+    again = runner.invoke(app, ["archive", "show", "s", "--url", url, "--json"], env=env)
+    assert again.exit_code == 0 and again.output.count('"archive_id"') >= 1

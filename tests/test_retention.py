@@ -227,3 +227,20 @@ async def test_postgres_function_matches_the_python_job(pg_url: str) -> None:
             await conn.execute(sa.text("DELETE FROM retention_policies"))
     assert results[0] == results[1]
     assert results[0][0]["purge-30d"] > 0
+
+
+async def test_sealed_archives_still_open_after_the_plaintext_purge(db_url: str) -> None:
+    from sessionstore.archive.reader import read_archives
+    from sessionstore.crypto import Keyring, LocalKey
+
+    async with SessionStore(
+        db_url, create_tables=True, keyring=Keyring([LocalKey.generate("k1")])
+    ) as store:
+        facts = await scenario(store)
+        await set_policy(store, ALL_POLICIES[0])
+        await run_retention(store, now=NOW)
+        (opened,) = await read_archives(store, "old-compacted")
+        assert [record["seq"] for record in opened.records] == facts["compacted_seqs"]
+        assert all(record["item"] for record in opened.records) and opened.kek_id == "k1"
+        history = {row.seq: row for row in await store.history("old-compacted")}
+        assert all(history[seq].item is None for seq in facts["compacted_seqs"])
