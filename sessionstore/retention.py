@@ -187,17 +187,19 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
                 conn.execute(sessions.delete().where(sessions.c.session_id.in_(ids)))
             return len(ids)
         case RetentionAction.DELETE_ARCHIVES:
-            doomed = sa.select(archives.c.id).where(archives.c.created_at < cutoff).limit(batch)
-            archive_ids = list(conn.execute(doomed).scalars())
-            if archive_ids:
-                conn.execute(archives.delete().where(archives.c.id.in_(archive_ids)))
-            return len(archive_ids)
+            return _delete_older(conn, archives, archives.c.created_at, cutoff, batch)
         case RetentionAction.DELETE_EVENTS:
-            doomed = sa.select(events.c.id).where(events.c.ts < cutoff).limit(batch)
-            event_ids = list(conn.execute(doomed).scalars())
-            if event_ids:
-                conn.execute(events.delete().where(events.c.id.in_(event_ids)))
-            return len(event_ids)
+            return _delete_older(conn, events, events.c.ts, cutoff, batch)
+
+
+def _delete_older(
+    conn: Connection, table: sa.Table, stamp: sa.Column[Any], cutoff: datetime, batch: int
+) -> int:
+    """Delete up to `batch` rows of `table` stamped before `cutoff`, by id."""
+    doomed = list(conn.execute(sa.select(table.c.id).where(stamp < cutoff).limit(batch)).scalars())
+    if doomed:
+        conn.execute(table.delete().where(table.c.id.in_(doomed)))
+    return len(doomed)
 
 
 async def run_retention(

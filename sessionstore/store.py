@@ -293,27 +293,76 @@ def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> 
     return {call_id: name for call_id, name in rows}
 
 
-def _tx_append_sqlite(
-    conn: sqlite3.Connection,
-    session_id: str,
-    payloads: list[str],
-    infos: list[codec.ItemInfo],
-    counts: list[int],
-    protected: bool,
-    encoding: str,
-) -> list[int]:
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Items validated, described and counted: everything an append writes."""
+
+    session_id: str
+    payloads: list[str]
+    infos: list[codec.ItemInfo]
+    counts: list[int]
+    protected: bool
+    encoding: str
+
+    def rows(self, first: int) -> list[tuple[Any, ...]]:
+        """Column values (in _ITEM_COLUMNS order), numbered from seq `first`."""
+        return [
+            (
+                self.session_id,
+                first + offset,
+                KIND_ITEM,
+                info.role,
+                info.item_type,
+                info.tool_name,
+                info.call_id,
+                count,
+                self.protected or info.protected,
+                payload,
+            )
+            for offset, (payload, info, count) in enumerate(
+                zip(self.payloads, self.infos, self.counts, strict=True)
+            )
+        ]
+
+    @property
+    def upsert_params(self) -> dict[str, Any]:
+        """Parameters of the session upsert that numbers the batch."""
+        return {
+            "sid": self.session_id,
+            "count": len(self.payloads),
+            "tokens": sum(self.counts),
+            "encoding": self.encoding,
+        }
+
+
+def _pg_append_args(batch: _Batch) -> tuple[Any, ...]:
+    """The positional arguments of _PG_APPEND_SQL: the counters, then one array per column."""
+    infos = batch.infos
+    return (
+        batch.session_id,
+        len(batch.payloads),
+        sum(batch.counts),
+        batch.encoding,
+        [info.role for info in infos],
+        [info.item_type for info in infos],
+        [info.tool_name for info in infos],
+        [info.call_id for info in infos],
+        batch.counts,
+        [batch.protected or info.protected for info in infos],
+        batch.payloads,
+    )
+
+
+def _tx_append_sqlite(conn: sqlite3.Connection, batch: _Batch) -> list[int]:
     """SQLite append: SQL compiled once from the Core statements, run on the driver
     connection (SQLAlchemy's per-statement work would double an append)."""
     cursor = conn.cursor()
     try:
-        (last,) = cursor.execute(
-            _SQLITE_UPSERT_SQL, (session_id, len(payloads), sum(counts), len(payloads), encoding)
-        ).fetchone()
-        first = last - len(payloads) + 1
-        cursor.executemany(
-            _SQLITE_INSERT_ITEM_SQL,
-            _item_rows(session_id, first, payloads, infos, counts, protected),
-        )
+        size = len(batch.payloads)
+        params = (batch.session_id, size, sum(batch.counts), size, batch.encoding)
+        (last,) = cursor.execute(_SQLITE_UPSERT_SQL, params).fetchone()
+        first = last - size + 1
+        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, batch.rows(first))
     finally:
         cursor.close()
     return list(range(first, last + 1))
@@ -321,35 +370,22 @@ def _tx_append_sqlite(
 
 def _tx_append_archived(
     conn: Connection,
-    session_id: str,
-    payloads: list[str],
-    infos: list[codec.ItemInfo],
-    counts: list[int],
-    protected: bool,
-    encoding: str,
+    batch: _Batch,
     originals: Mapping[int, Mapping[str, Any]],
     keyring: Keyring | None,
 ) -> list[int]:
     """Append where some items are truncated copies: their originals go to `archives`,
     in the same transaction, and the rows point at them (both backends)."""
-    params = {
-        "sid": session_id,
-        "count": len(payloads),
-        "tokens": sum(counts),
-        "encoding": encoding,
-    }
-    last = conn.execute(_APPEND_UPSERT[conn.dialect.name], params).scalar_one()
-    first = last - len(payloads) + 1
+    last = conn.execute(_APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
+    first = last - len(batch.payloads) + 1
     archive_ids: dict[int, int] = {}
     for index, original in originals.items():
         body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
+        columns = archive_columns(
+            body, session_id=batch.session_id, compaction_id=None, keyring=keyring
+        )
         archive_ids[index] = conn.execute(
-            archives.insert()
-            .values(
-                reason="truncation",
-                **archive_columns(body, session_id=session_id, compaction_id=None, keyring=keyring),
-            )
-            .returning(archives.c.id)
+            archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
         ).scalar_one()
     conn.execute(
         _INSERT_MESSAGES,
@@ -358,38 +394,10 @@ def _tx_append_archived(
                 **dict(zip(_ITEM_COLUMNS, values, strict=True)),
                 "archive_id": archive_ids.get(offset),
             }
-            for offset, values in enumerate(
-                _item_rows(session_id, first, payloads, infos, counts, protected)
-            )
+            for offset, values in enumerate(batch.rows(first))
         ],
     )
     return list(range(first, last + 1))
-
-
-def _item_rows(
-    session_id: str,
-    first: int,
-    payloads: list[str],
-    infos: list[codec.ItemInfo],
-    counts: list[int],
-    protected: bool,
-) -> list[tuple[Any, ...]]:
-    """Column values (in _ITEM_COLUMNS order) for appended items."""
-    return [
-        (
-            session_id,
-            first + offset,
-            KIND_ITEM,
-            info.role,
-            info.item_type,
-            info.tool_name,
-            info.call_id,
-            count,
-            protected or info.protected,
-            payload,
-        )
-        for offset, (payload, info, count) in enumerate(zip(payloads, infos, counts, strict=True))
-    ]
 
 
 def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
@@ -606,42 +614,24 @@ class SessionStore:
         if not items:
             return []
         payloads = [codec.encode_payload(item, index) for index, item in enumerate(items)]
-        names = codec.call_names_in(items)
+        names = codec.call_names_in(items)  # validated above: every item is a mapping
         infos = [codec.describe(item, names) for item in items]
-        counts = [self.estimator.count_item(item) for item in items]
-        await self.ensure_ready()
-        infos = await self._name_late_outputs(session_id, infos)
-        if originals:
-            return await self.database.write(
-                _tx_append_archived,
-                session_id,
-                payloads,
-                infos,
-                counts,
-                protected,
-                self.estimator.name,
-                originals,
-                self.keyring,
-            )
-        if isinstance(self.database, PostgresDatabase):
-            rows = await self.database.fetch_statement(
-                _PG_APPEND_SQL,
-                session_id,
-                len(payloads),
-                sum(counts),
-                self.estimator.name,
-                [info.role for info in infos],
-                [info.item_type for info in infos],
-                [info.tool_name for info in infos],
-                [info.call_id for info in infos],
-                counts,
-                [protected or info.protected for info in infos],
-                payloads,
-            )
-            return sorted(row[0] for row in rows)
-        return await self.database.write_driver(
-            _tx_append_sqlite, session_id, payloads, infos, counts, protected, self.estimator.name
+        batch = _Batch(
+            session_id=session_id,
+            payloads=payloads,
+            infos=infos,
+            counts=[self.estimator.count_item(item) for item in items],
+            protected=protected,
+            encoding=self.estimator.name,
         )
+        await self.ensure_ready()
+        batch = replace(batch, infos=await self._name_late_outputs(session_id, infos))
+        if originals:
+            return await self.database.write(_tx_append_archived, batch, originals, self.keyring)
+        if isinstance(self.database, PostgresDatabase):
+            rows = await self.database.fetch_statement(_PG_APPEND_SQL, *_pg_append_args(batch))
+            return sorted(row[0] for row in rows)
+        return await self.database.write_driver(_tx_append_sqlite, batch)
 
     async def _name_late_outputs(
         self, session_id: str, infos: list[codec.ItemInfo]
