@@ -136,7 +136,10 @@ def _purge_targets(cutoff: datetime) -> sa.Select[Any]:
                 archive_members.c.seq == messages.c.seq,
             ),
         )
-        .where(messages.c.payload.is_not(None), messages.c.created_at < cutoff)
+        .where(
+            sa.or_(messages.c.payload.is_not(None), messages.c.payload_sealed.is_not(None)),
+            messages.c.created_at < cutoff,
+        )
     )
 
 
@@ -170,7 +173,7 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
                 conn.execute(
                     messages.update()
                     .where(sa.tuple_(messages.c.session_id, messages.c.seq).in_(keys))
-                    .values(payload=None)
+                    .values(payload=None, payload_sealed=None)
                 )
             return len(keys)
         case RetentionAction.DELETE_IDLE_SESSIONS:

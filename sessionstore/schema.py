@@ -84,6 +84,9 @@ sessions: Final = sa.Table(
     # Which estimator counted `tokens` on this session's rows (e.g. tiktoken:o200k_base).
     sa.Column("token_encoding", sa.Text, nullable=True),
     sa.Column("metadata", sa.JSON, nullable=True),
+    # Payload encryption at rest (0003): the session's data key, wrapped by a keyring KEK.
+    sa.Column("payload_kek_id", sa.Text, nullable=True),
+    sa.Column("payload_wrapped_key", sa.LargeBinary, nullable=True),
     sa.CheckConstraint("last_seq >= 0", name="last_seq_nonnegative"),
     sa.CheckConstraint("context_tokens >= 0", name="context_tokens_nonnegative"),
 )
@@ -112,6 +115,8 @@ messages: Final = sa.Table(
     sa.Column("archive_id", sa.BigInteger, nullable=True),
     # NULL for tombstones/clear markers, and after retention purges compacted plaintext.
     sa.Column("payload", JSONText, nullable=True),
+    # With payload encryption (0003): nonce + AES-GCM ciphertext of the JSON; payload is NULL.
+    sa.Column("payload_sealed", sa.LargeBinary, nullable=True),
     _created_at(),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),

@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import sqlalchemy as sa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -33,6 +34,7 @@ from .crypto import Keyring
 from .database import PostgresDatabase, open_database, resolve_url
 from .events import Event
 from .migrations import ensure_schema
+from .payload_sealing import SessionKeys, seal_payload
 from .redaction import Redactor, redaction_disabled_event
 from .schema import (
     KIND_CLEAR,
@@ -54,7 +56,13 @@ _sid: Final = sa.bindparam("sid", type_=sa.Text)
 _start = (
     sa.select(sessions.c.context_start_seq).where(sessions.c.session_id == _sid).scalar_subquery()
 )
-_CONTEXT_COLUMNS: Final = (messages.c.seq, messages.c.kind, messages.c.ref_seq, messages.c.payload)
+_CONTEXT_COLUMNS: Final = (
+    messages.c.seq,
+    messages.c.kind,
+    messages.c.ref_seq,
+    messages.c.payload,
+    messages.c.payload_sealed,
+)
 _ACTIVE_ASC: Final = (
     sa.select(*_CONTEXT_COLUMNS)
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
@@ -245,9 +253,17 @@ def decode_payloads(payloads: list[Any]) -> list[dict[str, Any]]:
     return [decode_payload(payload) for payload in payloads]
 
 
-def _stored_row(row: AnyRow) -> StoredRow:
+def _stored_rows(
+    conn: Connection, keys: SessionKeys, session_id: str, rows: Iterable[AnyRow]
+) -> list[StoredRow]:
+    return [
+        _stored_row(row, keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed))
+        for row in rows
+    ]
+
+
+def _stored_row(row: AnyRow, payload: Any) -> StoredRow:
     values = row._mapping
-    payload = values["payload"]
     return StoredRow(
         session_id=values["session_id"],
         seq=values["seq"],
@@ -266,10 +282,18 @@ def _stored_row(row: AnyRow) -> StoredRow:
     )
 
 
-def _visible_payloads(rows: Sequence[AnyRow]) -> list[Any]:
+def _visible_payloads(
+    conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
+) -> list[Any]:
     """Payloads of the visible rows, minus those a tombstone in the same range hides."""
-    hidden = {row[2] for row in rows if row[1] == KIND_TOMBSTONE}
-    return [row[3] for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
+    hidden = {row.ref_seq for row in rows if row.kind == KIND_TOMBSTONE}
+    return [
+        row.payload
+        if row.payload_sealed is None
+        else keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed)
+        for row in rows
+        if row.kind in VISIBLE_KINDS and row.seq not in hidden
+    ]
 
 
 def lock_session(conn: Connection, session_id: str) -> AnyRow | None:
@@ -281,11 +305,10 @@ def lock_session(conn: Connection, session_id: str) -> AnyRow | None:
     return conn.execute(stmt, {"sid": session_id}).first()
 
 
-def rows_after(conn: Connection, session_id: str, seq: int) -> list[StoredRow]:
+def rows_after(conn: Connection, session_id: str, seq: int, keys: SessionKeys) -> list[StoredRow]:
     """Rows appended after `seq` (inside a transaction: what changed since a snapshot)."""
-    return [
-        _stored_row(row) for row in conn.execute(_ROWS_AFTER, {"sid": session_id, "after": seq})
-    ]
+    rows = conn.execute(_ROWS_AFTER, {"sid": session_id, "after": seq})
+    return _stored_rows(conn, keys, session_id, rows)
 
 
 def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
@@ -368,36 +391,45 @@ def _tx_append_sqlite(conn: sqlite3.Connection, batch: _Batch) -> list[int]:
     return list(range(first, last + 1))
 
 
-def _tx_append_archived(
+def _tx_append_general(
     conn: Connection,
     batch: _Batch,
     originals: Mapping[int, Mapping[str, Any]],
-    keyring: Keyring | None,
+    keys: SessionKeys,
 ) -> list[int]:
-    """Append where some items are truncated copies: their originals go to `archives`,
-    in the same transaction, and the rows point at them (both backends)."""
+    """Append where some items are truncated copies (their originals go to `archives`,
+    the rows point at them) or payloads are sealed; both backends, one transaction."""
     last = conn.execute(_APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
     first = last - len(batch.payloads) + 1
+    session = lock_session(conn, batch.session_id)  # already locked: the upsert took it
+    assert session is not None
+    key = keys.for_rows(conn, dict(session._mapping))
     archive_ids: dict[int, int] = {}
     for index, original in originals.items():
         body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
         columns = archive_columns(
-            body, session_id=batch.session_id, compaction_id=None, keyring=keyring
+            body, session_id=batch.session_id, compaction_id=None, keyring=keys.keyring
         )
         archive_ids[index] = conn.execute(
             archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
         ).scalar_one()
-    conn.execute(
-        _INSERT_MESSAGES,
-        [
-            {
-                **dict(zip(_ITEM_COLUMNS, values, strict=True)),
-                "archive_id": archive_ids.get(offset),
-            }
-            for offset, values in enumerate(batch.rows(first))
-        ],
-    )
+    rows = []
+    for offset, values in enumerate(batch.rows(first)):
+        row = dict(zip(_ITEM_COLUMNS, values, strict=True))
+        row["archive_id"] = archive_ids.get(offset)
+        seal_row(row, key)
+        rows.append(row)
+    conn.execute(_INSERT_MESSAGES, rows)
     return list(range(first, last + 1))
+
+
+def seal_row(row: dict[str, Any], cipher: AESGCM | None) -> None:
+    """Move a new row's payload into `payload_sealed` when its session is encrypted."""
+    if cipher is None or row["payload"] is None:
+        row["payload_sealed"] = None
+        return
+    row["payload_sealed"] = seal_payload(cipher, row["session_id"], row["seq"], row["payload"])
+    row["payload"] = None
 
 
 def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
@@ -428,7 +460,7 @@ def _marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> di
     }
 
 
-def _tx_pop(conn: Connection, session_id: str) -> dict[str, Any] | None:
+def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
     session = lock_session(conn, session_id)
     target = None if session is None else _newest_visible(conn, session_id)
     if session is None or target is None:
@@ -444,7 +476,9 @@ def _tx_pop(conn: Connection, session_id: str) -> dict[str, Any] | None:
             "context_tokens": max(session.context_tokens - target.tokens, 0),
         },
     )
-    return decode_payload(target.payload)
+    return decode_payload(
+        keys.plain(conn, session_id, target.seq, target.payload, target.payload_sealed)
+    )
 
 
 def _tx_clear(conn: Connection, session_id: str) -> None:
@@ -475,24 +509,28 @@ def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
 
 
-def _read_active(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
     rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
-    return decode_payloads(_visible_payloads(rows))
+    return decode_payloads(_visible_payloads(conn, keys, session_id, rows))
 
 
-def _read_tail(conn: Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+def _read_tail(
+    conn: Connection, session_id: str, limit: int, keys: SessionKeys
+) -> list[dict[str, Any]]:
     window = limit
     while True:
         rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
-        visible = _visible_payloads(rows)
+        visible = _visible_payloads(conn, keys, session_id, rows)
         if len(visible) >= limit or len(rows) < window:
             break
         window *= 2
     return decode_payloads(visible[:limit][::-1])
 
 
-def _read_rows(conn: Connection, statement: sa.Select[Any], session_id: str) -> list[StoredRow]:
-    return [_stored_row(row) for row in conn.execute(statement, {"sid": session_id})]
+def _read_rows(
+    conn: Connection, statement: sa.Select[Any], session_id: str, keys: SessionKeys
+) -> list[StoredRow]:
+    return _stored_rows(conn, keys, session_id, conn.execute(statement, {"sid": session_id}))
 
 
 def _read_first(
@@ -524,6 +562,7 @@ class SessionStore:
         keyring: Keyring | Literal["env"] | None = "env",
         redactor: Redactor | None = None,
         redact_archives: bool = False,
+        encrypt_payloads: bool = False,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -534,7 +573,8 @@ class SessionStore:
         $SESSIONSTORE_KEY_FILE (None when neither is set: archives stay plain).
         `redactor` scrubs secrets from events before they are stored or exported
         (on by default; the live session is never changed); `redact_archives`
-        also scrubs archived copies.
+        also scrubs archived copies. `encrypt_payloads` seals every new message
+        payload under a per-session key (needs a keyring); typed columns stay plain.
         """
         self.url = resolve_url(url)
         self.database = open_database(
@@ -549,6 +589,7 @@ class SessionStore:
         self.keyring: Keyring | None = Keyring.load() if keyring == "env" else keyring
         self.redactor = redactor or Redactor()
         self.redact_archives = redact_archives
+        self.session_keys = SessionKeys(self.keyring, encrypt_new=encrypt_payloads)
         self._create_tables = self.dialect == "sqlite" if create_tables is None else create_tables
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -626,8 +667,10 @@ class SessionStore:
         )
         await self.ensure_ready()
         batch = replace(batch, infos=await self._name_late_outputs(session_id, infos))
-        if originals:
-            return await self.database.write(_tx_append_archived, batch, originals, self.keyring)
+        if originals or self.session_keys.encrypt_new:
+            return await self.database.write(
+                _tx_append_general, batch, originals or {}, self.session_keys
+            )
         if isinstance(self.database, PostgresDatabase):
             rows = await self.database.fetch_statement(_PG_APPEND_SQL, *_pg_append_args(batch))
             return sorted(row[0] for row in rows)
@@ -662,7 +705,7 @@ class SessionStore:
         """Hide and return the newest item of the active context (a tombstone row)."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.write(_tx_pop, session_id)
+        return await self.database.write(_tx_pop, session_id, self.session_keys)
 
     async def clear(self, session_id: str) -> None:
         """Start an empty active context with a clear marker; history stays for audit."""
@@ -699,20 +742,20 @@ class SessionStore:
         if limit == 0:
             return []
         if limit is not None and limit > 0:
-            return await self.database.read(_read_tail, session_id, limit)
-        return await self.database.read(_read_active, session_id)
+            return await self.database.read(_read_tail, session_id, limit, self.session_keys)
+        return await self.database.read(_read_active, session_id, self.session_keys)
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:
         """Every row of the active context (tombstones and hidden rows included)."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id)
+        return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
 
     async def history(self, session_id: str) -> list[StoredRow]:
         """Every row the session ever had, in seq order."""
         _check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.read(_read_rows, _HISTORY, session_id)
+        return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
 
     async def context_tokens(self, session_id: str) -> int:
         """Token total of the active context, from the running counter (no re-tokenizing)."""

@@ -1,5 +1,6 @@
 """Retention: policy table, exact archive membership, scan indexes, and on PostgreSQL the
-`sessionstore_apply_retention()` function a scheduler such as pg_cron can call.
+`sessionstore_apply_retention()` function a scheduler such as pg_cron can call; and payload
+encryption at rest: a sealed payload column and each session's wrapped data key.
 
 Revision ID: 0002
 Revises: 0001
@@ -39,11 +40,14 @@ BEGIN
             IF dry_run THEN
                 SELECT count(*) INTO n FROM messages m
                 JOIN archive_members am ON am.session_id = m.session_id AND am.seq = m.seq
-                WHERE m.payload IS NOT NULL AND m.created_at < cutoff;
+                WHERE (m.payload IS NOT NULL OR m.payload_sealed IS NOT NULL)
+                  AND m.created_at < cutoff;
             ELSE
-                UPDATE messages m SET payload = NULL FROM archive_members am
+                UPDATE messages m SET payload = NULL, payload_sealed = NULL
+                FROM archive_members am
                 WHERE am.session_id = m.session_id AND am.seq = m.seq
-                  AND m.payload IS NOT NULL AND m.created_at < cutoff;
+                  AND (m.payload IS NOT NULL OR m.payload_sealed IS NOT NULL)
+                  AND m.created_at < cutoff;
                 GET DIAGNOSTICS n = ROW_COUNT;
             END IF;
         ELSIF p.action = 'delete_idle_sessions' THEN
@@ -89,6 +93,10 @@ $$;
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("sessions") as batch:
+        batch.add_column(sa.Column("payload_kek_id", sa.Text(), nullable=True))
+        batch.add_column(sa.Column("payload_wrapped_key", sa.LargeBinary(), nullable=True))
+    op.add_column("messages", sa.Column("payload_sealed", sa.LargeBinary(), nullable=True))
     op.create_table(
         "retention_policies",
         sa.Column("name", sa.String(length=64), nullable=False),
@@ -138,3 +146,7 @@ def downgrade() -> None:
     op.drop_index(op.f("ix_archive_members_archive_id"), table_name="archive_members")
     op.drop_table("archive_members")
     op.drop_table("retention_policies")
+    op.drop_column("messages", "payload_sealed")
+    with op.batch_alter_table("sessions") as batch:
+        batch.drop_column("payload_wrapped_key")
+        batch.drop_column("payload_kek_id")

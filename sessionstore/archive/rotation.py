@@ -1,4 +1,4 @@
-"""Key rotation: rewrap archive data keys under the active key, payloads untouched.
+"""Key rotation: rewrap data keys (archives', sessions') under the active key, payloads untouched.
 
 Each batch is one transaction that rewraps the oldest archives still under another
 key, so an interrupted rotation resumes where it stopped: run it again.
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..crypto import ENVELOPE_V1, Keyring, rewrap
+from ..crypto import ENVELOPE_V1, Keyring, SealedDataError, rewrap
 from ..errors import SessionStoreError
-from ..schema import archives
+from ..payload_sealing import session_key_context
+from ..schema import archives, sessions
 from ..store import SessionStore
 from .sealing import archive_context, label_of, sealed_of
 
@@ -35,12 +36,46 @@ class RotationReport:
 
 
 def _usage(conn: Connection) -> dict[str, int]:
-    rows = conn.execute(
+    """Rows each KEK protects: sealed archives plus sessions' payload data keys."""
+    usage: dict[str, int] = {}
+    for query in (
         sa.select(archives.c.kek_id, sa.func.count())
         .where(archives.c.format_version == ENVELOPE_V1)
-        .group_by(archives.c.kek_id)
-    )
-    return {str(kek_id): int(count) for kek_id, count in rows}
+        .group_by(archives.c.kek_id),
+        sa.select(sessions.c.payload_kek_id, sa.func.count())
+        .where(sessions.c.payload_kek_id.is_not(None))
+        .group_by(sessions.c.payload_kek_id),
+    ):
+        for kek_id, count in conn.execute(query):
+            usage[str(kek_id)] = usage.get(str(kek_id), 0) + int(count)
+    return usage
+
+
+def _tx_rewrap_session_keys(conn: Connection, keyring: Keyring, batch: int) -> int:
+    """Rewrap up to `batch` sessions' payload data keys under the active KEK."""
+    active = keyring.active
+    rows = conn.execute(
+        sa.select(sessions.c.session_id, sessions.c.payload_kek_id, sessions.c.payload_wrapped_key)
+        .where(sessions.c.payload_kek_id.is_not(None), sessions.c.payload_kek_id != active.key_id)
+        .order_by(sessions.c.session_id)
+        .limit(batch)
+    ).all()
+    for session_id, kek_id, wrapped in rows:
+        context = session_key_context(session_id)
+        try:
+            data_key = keyring.get(kek_id).unwrap(bytes(wrapped), context)
+        except Exception as exc:
+            raise SealedDataError(
+                f"the payload key of session {session_id!r}", f"{type(exc).__name__}: {exc}"
+            ) from None
+        conn.execute(
+            sessions.update()
+            .where(sessions.c.session_id == session_id)
+            .values(
+                payload_kek_id=active.key_id, payload_wrapped_key=active.wrap(data_key, context)
+            )
+        )
+    return len(rows)
 
 
 def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
@@ -94,6 +129,8 @@ async def rotate_keys(
     done = batches = 0
     while max_batches is None or batches < max_batches:
         count = await store.database.write(_tx_rewrap_batch, ring, batch_size)
+        if count < batch_size:  # archives done: session payload keys share the budget
+            count += await store.database.write(_tx_rewrap_session_keys, ring, batch_size - count)
         done += count
         batches += 1
         if progress is not None:
@@ -108,6 +145,6 @@ async def check_retirable(store: SessionStore, key_id: str) -> None:
     in_use = (await key_usage(store)).get(key_id, 0)
     if in_use:
         raise KeyInUseError(
-            f"key {key_id!r} still protects {in_use} archive(s); run `sessionstore keys rotate` "
-            "with another key active first, then retire it"
+            f"key {key_id!r} still protects {in_use} archive(s) or session key(s); run "
+            "`sessionstore keys rotate` with another key active first, then retire it"
         )

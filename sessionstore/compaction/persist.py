@@ -20,9 +20,9 @@ from sqlalchemy.engine import Connection
 
 from ..archive.codec import encode_archive
 from ..archive.sealing import archive_columns
-from ..crypto import Keyring
 from ..events import Event
 from ..items import encode_payload
+from ..payload_sealing import SessionKeys
 from ..schema import (
     KIND_CARRY,
     KIND_SUMMARY,
@@ -34,7 +34,7 @@ from ..schema import (
     sessions,
 )
 from ..schema import messages as messages_table
-from ..store import AnyRow, StoredRow, lock_session, rows_after
+from ..store import AnyRow, StoredRow, lock_session, rows_after, seal_row
 from .partition import visible_rows
 
 SUMMARY_PREFIX: Final = "<COMPACT-SUMMARY v{version}>"
@@ -128,13 +128,13 @@ def _conflicts(late: Sequence[StoredRow], snapshot_last: int) -> bool:
 
 
 def tx_commit_compaction(
-    conn: Connection, write: CompactionWrite, count_item: CountItem, keyring: Keyring | None
+    conn: Connection, write: CompactionWrite, count_item: CountItem, keys: SessionKeys
 ) -> CompactionResult | None:
     """Commit the compaction, or return None if the session moved under it (retry)."""
     session: AnyRow | None = lock_session(conn, write.session_id)
     if session is None or session.context_start_seq != write.snapshot_start:
         return None
-    late_rows = rows_after(conn, write.session_id, write.snapshot_last)
+    late_rows = rows_after(conn, write.session_id, write.snapshot_last, keys)
     if _conflicts(late_rows, write.snapshot_last):
         return None
     late = visible_rows(late_rows)
@@ -187,7 +187,7 @@ def tx_commit_compaction(
                 archive,
                 session_id=write.session_id,
                 compaction_id=compaction_id,
-                keyring=keyring,
+                keyring=keys.keyring,
             ),
         )
         .returning(archives.c.id)
@@ -199,8 +199,10 @@ def tx_commit_compaction(
             for row in write.replaced
         ],
     )
+    key = keys.for_rows(conn, dict(session._mapping))
     for new_row in rows:
         new_row["compaction_id"] = compaction_id
+        seal_row(new_row, key)
     if rows:
         conn.execute(messages_table.insert(), rows)
     conn.execute(
