@@ -58,8 +58,16 @@ def _current(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def _state(connection: Connection) -> tuple[str | None, set[str]]:
-    return _current(connection), set(sa.inspect(connection).get_table_names())
+def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]]]:
+    """The revision and, for each of our tables that exists, its columns."""
+    inspector = sa.inspect(connection)
+    existing = set(inspector.get_table_names())
+    columns = {
+        name: {column["name"] for column in inspector.get_columns(name)}
+        for name in metadata.tables
+        if name in existing
+    }
+    return _current(connection), columns
 
 
 async def current_revision(database: Database) -> str | None:
@@ -91,12 +99,19 @@ async def ensure_schema(database: Database, *, create: bool, url_hint: str) -> N
     current, tables = await database.read(_state)
     head = head_revision()
     if current == head:
-        missing = sorted(set(metadata.tables) - tables)
+        missing = sorted(set(metadata.tables) - set(tables))
+        missing += sorted(
+            f"{name}.{column.name}"
+            for name, table in metadata.tables.items()
+            if name in tables
+            for column in table.columns
+            if column.name not in tables[name]
+        )
         if missing:
             raise SchemaMissingError(
-                f"table(s) {', '.join(missing)} are missing from {url_hint} although it is "
-                f"stamped at revision {head!r}: the schema was changed outside sessionstore. "
-                "Restore the table(s) from a backup; nothing was changed."
+                f"{', '.join(missing)} missing from {url_hint} although it is stamped at "
+                f"revision {head!r}: the schema was changed outside sessionstore. Restore "
+                "from a backup; nothing was changed."
             )
         return
     if current is not None and current not in _known_revisions():

@@ -82,3 +82,15 @@ async def test_store_names_a_dropped_table(empty_url: str) -> None:
         await broken.history("s")
     assert "backup" in str(caught.value)
     await broken.close()
+
+
+async def test_store_names_a_dropped_column(sqlite_url: str) -> None:
+    async with (
+        SessionStore(sqlite_url, create_tables=True) as store,
+        store.engine.begin() as conn,
+    ):
+        await conn.execute(sa.text("ALTER TABLE events DROP COLUMN fallback"))
+    broken = SessionStore(sqlite_url)
+    with pytest.raises(SchemaMissingError, match=r"events\.fallback"):
+        await broken.history("s")
+    await broken.close()

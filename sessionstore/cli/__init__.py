@@ -10,9 +10,13 @@ from .archive import archive_app
 from .common import EXIT_FAILED, EXIT_USAGE, err_console
 from .compact import compact
 from .demo import demo
+from .doctor import doctor
+from .events import events
 from .keys import keys_app
 from .migrate import migrate
+from .query import query
 from .retention import retention_app
+from .sessions import sessions_app
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
@@ -25,6 +29,10 @@ app.command()(compact)
 app.add_typer(retention_app, name="retention")
 app.add_typer(archive_app, name="archive")
 app.add_typer(keys_app, name="keys")
+app.add_typer(sessions_app, name="sessions")
+app.command()(events)
+app.command()(query)
+app.command()(doctor)
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
@@ -34,6 +42,10 @@ compactctl_app.command()(compact)
 app.add_typer(retention_app, name="retention")
 app.add_typer(archive_app, name="archive")
 app.add_typer(keys_app, name="keys")
+app.add_typer(sessions_app, name="sessions")
+app.command()(events)
+app.command()(query)
+app.command()(doctor)
 
 
 def _guarded(application: typer.Typer) -> None:

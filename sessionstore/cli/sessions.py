@@ -1,0 +1,151 @@
+"""`sessionstore sessions`: list, show and export sessions (exports redacted by default)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..items import text_of
+from ..redaction import Redactor, redaction_disabled_event
+from ..store import SessionInfo, SessionStore, StoredRow
+from .common import EXIT_FAILED, UrlOption, console, err_console
+
+sessions_app = typer.Typer(help="List, show and export sessions.")
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+HistoryOption = Annotated[
+    bool, typer.Option("--history", help="Every row ever written, not just the active context.")
+]
+
+
+def _info_dict(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "session_id": info.session_id,
+        "items": info.context_items,
+        "tokens": info.context_tokens,
+        "last_seq": info.last_seq,
+        "compactions": info.compaction_count,
+        "updated_at": info.updated_at.isoformat(),
+    }
+
+
+@sessions_app.command("list")
+def list_(
+    url: UrlOption = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many sessions.")] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """Sessions, most recently updated first."""
+
+    async def go() -> list[SessionInfo]:
+        async with SessionStore(url) as store:
+            return await store.list_sessions(limit=limit)
+
+    rows = [_info_dict(info) for info in asyncio.run(go())]
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table(title=f"Sessions ({len(rows)})")
+    for column in ("session_id", "items", "tokens", "last_seq", "compactions", "updated_at"):
+        table.add_column(column, justify="right" if column in ("items", "tokens") else "left")
+    for row in rows:
+        table.add_row(*(str(value) for value in row.values()))
+    console.print(table)
+
+
+def _rows(url: str | None, session_id: str, history: bool, redact: bool) -> list[StoredRow]:
+    async def go() -> list[StoredRow]:
+        async with SessionStore(url) as store:
+            if not redact:
+                await store.record_events([redaction_disabled_event(session_id)])
+            return await (store.history(session_id) if history else store.context_rows(session_id))
+
+    rows = asyncio.run(go())
+    if not redact:
+        err_console.print("[red]warning:[/] redaction is off; secrets are printed as stored")
+    if not rows:
+        err_console.print(f"no rows for session {session_id!r}")
+        raise typer.Exit(EXIT_FAILED)
+    return rows
+
+
+@sessions_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    url: UrlOption = None,
+    history: HistoryOption = False,
+    redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
+    redactor = Redactor(enabled=redact)
+    rows = _rows(url, session_id, history, redact)
+    if as_json:
+        console.print_json(json.dumps([_row_dict(row, redactor) for row in rows], default=str))
+        return
+    table = Table(title=f"{session_id}: {'history' if history else 'active context'}")
+    for column in ("seq", "kind", "role/type", "tool", "tokens", "text"):
+        table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
+    for row in rows:
+        text = " ".join(text_of(redactor.value(row.item)).split()) if row.item else ""
+        table.add_row(
+            str(row.seq),
+            row.kind,
+            row.role or row.item_type or "",
+            row.tool_name or "",
+            str(row.tokens),
+            text[:80],
+        )
+    console.print(table)
+
+
+def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
+    return {
+        "seq": row.seq,
+        "kind": row.kind,
+        "role": row.role,
+        "item_type": row.item_type,
+        "tool_name": row.tool_name,
+        "call_id": row.call_id,
+        "tokens": row.tokens,
+        "ref_seq": row.ref_seq,
+        "created_at": row.created_at,
+        "item": redactor.value(row.item),
+    }
+
+
+@sessions_app.command()
+def export(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    url: UrlOption = None,
+    history: HistoryOption = False,
+    output: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+    redact: Annotated[bool, typer.Option(help="Redact secrets (on by default).")] = True,
+) -> None:
+    """JSON lines: the active context's items as the model sees them (with --history: every
+    row, markers included)."""
+    redactor = Redactor(enabled=redact)
+    rows = _rows(url, session_id, history, redact)
+    if history:
+        lines = [
+            json.dumps(_row_dict(row, redactor), default=str, ensure_ascii=False) for row in rows
+        ]
+    else:
+
+        async def context() -> list[dict[str, Any]]:
+            async with SessionStore(url) as store:
+                return await store.load_context(session_id)
+
+        items = asyncio.run(context())
+        lines = [json.dumps(redactor.value(item), ensure_ascii=False) for item in items]
+    text = "".join(line + "\n" for line in lines)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        err_console.print(f"wrote {len(lines)} line(s) to {output}")
