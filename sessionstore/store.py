@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 import sqlalchemy as sa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -194,6 +194,14 @@ _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).w
     messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
     messages.c.tool_name.is_not(None),
 )
+
+
+class Publisher(Protocol):
+    """Where stored events go next (the exporters' EventBus); must not block."""
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Queue events for export."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,6 +571,7 @@ class SessionStore:
         redactor: Redactor | None = None,
         redact_archives: bool = False,
         encrypt_payloads: bool = False,
+        publisher: Publisher | None = None,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -575,6 +584,7 @@ class SessionStore:
         (on by default; the live session is never changed); `redact_archives`
         also scrubs archived copies. `encrypt_payloads` seals every new message
         payload under a per-session key (needs a keyring); typed columns stay plain.
+        `publisher` (an EventBus) receives every stored event, for exporters.
         """
         self.url = resolve_url(url)
         self.database = open_database(
@@ -590,6 +600,7 @@ class SessionStore:
         self.redactor = redactor or Redactor()
         self.redact_archives = redact_archives
         self.session_keys = SessionKeys(self.keyring, encrypt_new=encrypt_payloads)
+        self.publisher = publisher
         self._create_tables = self.dialect == "sqlite" if create_tables is None else create_tables
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -723,7 +734,14 @@ class SessionStore:
         """Store events (redacted) as rows of `events`, the source of truth for exporters."""
         if batch:
             await self.ensure_ready()
-            await self.database.write(_tx_events, [event.row() for event in self.redacted(batch)])
+            redacted = self.redacted(batch)
+            await self.database.write(_tx_events, [event.row() for event in redacted])
+            self.publish(redacted)
+
+    def publish(self, batch: Sequence[Event]) -> None:
+        """Hand stored (already redacted) events to the exporters; never blocks or raises."""
+        if self.publisher is not None and batch:
+            self.publisher.publish(batch)
 
     def redacted(self, batch: Sequence[Event]) -> list[Event]:
         """Events with secrets scrubbed (copies; the originals are untouched)."""

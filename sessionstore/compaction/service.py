@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from agents.run_config import CallModelData, ModelInputData
+from agents.tracing import custom_span, get_current_trace
 
+from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
 from ..items import text_of
 from ..store import SessionStore, StoredRow
@@ -25,7 +27,13 @@ from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
 from .message import as_item
 from .partition import Partition, Unit, build_units, fit, visible_rows
-from .persist import SUMMARY_PREFIX, CompactionResult, CompactionWrite, tx_commit_compaction
+from .persist import (
+    SUMMARY_PREFIX,
+    CompactionResult,
+    CompactionWrite,
+    archived_record,
+    tx_commit_compaction,
+)
 from .policy import CompactPolicy, Trigger, TriggerDecision, decide
 from .prompts import resolve_strategy
 from .sdk import FixedCostCache, filter_model_input
@@ -57,6 +65,7 @@ class CompactConfig:
     storage: SessionStore | None = None  # default: the embedded SQLite store
     summarizer: Summarizer | None = None  # default: the extractive summarizer
     record_idle_decisions: bool = True  # store below-threshold estimates as events too
+    sinks: Sequence[ArchiveSink] = ()  # filesystem/S3 copies of each compaction (redacted)
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
@@ -403,6 +412,9 @@ class CompactManager:
         )
         if result is None:
             return None
+        self.store.publish(write.events)
+        _trace(session_id, result, summary.strategy)
+        await self._deliver(write, result, summary.text)
         tokens_after = result.tokens_after + extra_tokens
         self._after(session_id, tokens_after)
         return CompactionOutcome(
@@ -417,6 +429,36 @@ class CompactManager:
             fallback=summary.fallback,
             result=result,
         )
+
+    async def _deliver(
+        self, write: CompactionWrite, result: CompactionResult, summary: str | None
+    ) -> None:
+        """Copy the compaction to each configured sink; a failing sink is recorded, never fatal
+        (the compaction and its SQL archive are already committed)."""
+        if not self.config.sinks:
+            return
+        delivery = ArchiveDelivery(
+            session_id=write.session_id,
+            step=result.version,
+            transcript=[archived_record(row) for row in write.replaced],
+            summary=None
+            if summary is None
+            else {
+                "version": result.version,
+                "text": summary,
+                "compaction_id": result.compaction_id,
+            },
+            events=write.events,
+        )
+        produced: list[Event] = []
+        for sink in self.config.sinks:
+            try:
+                produced += await asyncio.to_thread(sink.deliver, delivery)
+            except Exception as exc:  # a sink outage must not undo a committed compaction
+                produced.append(
+                    self._error_event(write.session_id, exc, f"skipped sink {sink.name}")
+                )
+        await self.store.record_events(produced)
 
     def _guard_loop(self, session_id: str) -> None:
         """Refuse a compaction after too many in a row that did not get under the trigger."""
@@ -608,6 +650,22 @@ class CompactManager:
             )
         )
         return found
+
+
+def _trace(session_id: str, result: CompactionResult, strategy: str) -> None:
+    """Show the compaction in the Agents SDK's own tracing when a trace is active."""
+    if get_current_trace() is None:
+        return
+    data = {
+        "session_id": session_id,
+        "version": result.version,
+        "compaction_id": result.compaction_id,
+        "tokens_after": result.tokens_after,
+        "items_after": result.items_after,
+        "strategy": strategy,
+    }
+    with custom_span("sessionstore.compaction", data=data):
+        pass
 
 
 def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:
