@@ -39,13 +39,6 @@ compactctl_app = typer.Typer(
     add_completion=False,
 )
 compactctl_app.command()(compact)
-app.add_typer(retention_app, name="retention")
-app.add_typer(archive_app, name="archive")
-app.add_typer(keys_app, name="keys")
-app.add_typer(sessions_app, name="sessions")
-app.command()(events)
-app.command()(query)
-app.command()(doctor)
 
 
 def _guarded(application: typer.Typer) -> None:
