@@ -156,21 +156,23 @@ class SQLiteDatabase:
             )
         self._async_engine: AsyncEngine | None = None
 
-    def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
-        if self._writer_conn is None:  # only ever touched on the writer thread
-            self._writer_conn = self._writer_engine.connect().execution_options(
-                **{SQLITE_BEGIN: "IMMEDIATE"}
-            )
-        with self._writer_conn.begin():
-            return fn(self._writer_conn, *args, **kw)
-
-    def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+    def _writer_connection(self) -> Connection:
+        """The writer thread's one persistent connection (only ever touched on that thread)."""
         if self._writer_conn is None:
             self._writer_conn = self._writer_engine.connect().execution_options(
                 **{SQLITE_BEGIN: "IMMEDIATE"}
             )
-        raw = self._writer_conn.connection.driver_connection
-        assert raw is not None and not self._writer_conn.in_transaction()
+        return self._writer_conn
+
+    def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
+        conn = self._writer_connection()
+        with conn.begin():
+            return fn(conn, *args, **kw)
+
+    def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        conn = self._writer_connection()
+        raw = conn.connection.driver_connection
+        assert raw is not None and not conn.in_transaction()
         raw.execute("BEGIN IMMEDIATE")
         try:
             result = fn(raw, *args)
