@@ -34,6 +34,19 @@ def session_key_context(session_id: str) -> dict[str, str]:
     return {"table": "sessions", "purpose": "payloads", "session_id": session_id}
 
 
+def unwrap_session_key(keyring: Keyring, session_id: str, kek_id: str, wrapped: bytes) -> bytes:
+    """A session's payload data key, or SealedDataError naming the session (for reads and
+    for rotation alike)."""
+    try:
+        return keyring.get(kek_id).unwrap(bytes(wrapped), session_key_context(session_id))
+    except Exception as exc:  # any KEK failure: name the session, hide the details
+        raise SealedDataError(
+            f"the payload key of session {session_id!r}",
+            f"it is wrapped under key {kek_id!r}, which cannot unwrap it here "
+            f"({type(exc).__name__}: {exc})",
+        ) from None
+
+
 def _row_context(session_id: str, seq: int) -> bytes:
     """Associated data of one row: table, session and seq, length-prefixed (unambiguous for any
     session id) and cheap to build for every row of a load."""
@@ -126,16 +139,8 @@ class SessionKeys:
     def _unwrap(self, session_id: str, kek_id: str, wrapped: bytes) -> AESGCM:
         if session_id not in self._ciphers:
             keyring = self._require_keyring(session_id)
-            try:
-                kek = keyring.get(kek_id)
-                key = kek.unwrap(bytes(wrapped), session_key_context(session_id))
-                self._ciphers[session_id] = AESGCM(key)
-            except Exception as exc:  # any KEK failure: name the session, hide the details
-                raise SealedDataError(
-                    f"the payload key of session {session_id!r}",
-                    f"it is wrapped under key {kek_id!r}, which cannot unwrap it here "
-                    f"({type(exc).__name__}: {exc})",
-                ) from None
+            key = unwrap_session_key(keyring, session_id, kek_id, wrapped)
+            self._ciphers[session_id] = AESGCM(key)
         return self._ciphers[session_id]
 
     def _require_keyring(self, session_id: str) -> Keyring:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..crypto import ENVELOPE_V1, Keyring, SealedDataError, rewrap
+from ..crypto import ENVELOPE_V1, Keyring, rewrap
 from ..errors import SessionStoreError
-from ..payload_sealing import session_key_context
+from ..payload_sealing import session_key_context, unwrap_session_key
 from ..schema import archives, sessions
 from ..store import SessionStore
 from .sealing import archive_context, label_of, sealed_of
@@ -62,12 +62,7 @@ def _tx_rewrap_session_keys(conn: Connection, keyring: Keyring, batch: int) -> i
     ).all()
     for session_id, kek_id, wrapped in rows:
         context = session_key_context(session_id)
-        try:
-            data_key = keyring.get(kek_id).unwrap(bytes(wrapped), context)
-        except Exception as exc:
-            raise SealedDataError(
-                f"the payload key of session {session_id!r}", f"{type(exc).__name__}: {exc}"
-            ) from None
+        data_key = unwrap_session_key(keyring, session_id, kek_id, wrapped)
         conn.execute(
             sessions.update()
             .where(sessions.c.session_id == session_id)
