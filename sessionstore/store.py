@@ -668,16 +668,16 @@ class SessionStore:
         payloads = [codec.encode_payload(item, index) for index, item in enumerate(items)]
         names = codec.call_names_in(items)  # validated above: every item is a mapping
         infos = [codec.describe(item, names) for item in items]
+        counts = [self.estimator.count_item(item) for item in items]
+        await self.ensure_ready()
         batch = _Batch(
             session_id=session_id,
             payloads=payloads,
-            infos=infos,
-            counts=[self.estimator.count_item(item) for item in items],
+            infos=await self._name_late_outputs(session_id, infos),
+            counts=counts,
             protected=protected,
             encoding=self.estimator.name,
         )
-        await self.ensure_ready()
-        batch = replace(batch, infos=await self._name_late_outputs(session_id, infos))
         if originals or self.session_keys.encrypt_new:
             return await self.database.write(
                 _tx_append_general, batch, originals or {}, self.session_keys
