@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args, get_origin
+from typing import Any, Final, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
 import yaml
 from annotated_types import Ge, Gt, Le, Lt
@@ -24,15 +25,10 @@ from pydantic_core.core_schema import ValidationInfo
 
 from .compaction.policy import CompactPolicy
 from .compaction.prompts import BUILTIN_STRATEGIES, resolve_strategy
-from .crypto import ACTIVE_KEY_ENV, KEY_FILE_ENV, KEYS_ENV, Keyring
+from .crypto import KEYS_ENV
 from .errors import SessionStoreError
-from .redaction import Redactor, parse_patterns
+from .redaction import parse_patterns
 from .retention import RetentionAction, RetentionPolicy
-
-if TYPE_CHECKING:
-    from .compaction.service import CompactManager
-    from .compaction.summarizer import Summarizer
-    from .store import SessionStore
 
 __all__ = [
     "ENV_OVERRIDES",
@@ -47,10 +43,7 @@ __all__ = [
     "StoreSettings",
     "SummarizerSettings",
     "TelemetrySettings",
-    "build_manager",
-    "build_store",
     "load_config",
-    "manager_from_file",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -107,10 +100,52 @@ class TelemetrySettings(BaseModel):
     model_config = _FROZEN
 
     exporters: tuple[Exporter, ...] = ("console",)
-    otlp_endpoint: str | None = None
-    ariadne_url: str | None = None
+    otlp_endpoint: str | None = Field(
+        None, validate_default=True
+    )  # e.g. http://host:4318/v1/traces
+    ariadne_url: str | None = Field(None, validate_default=True)  # /ingest is appended
+    callback: str | None = Field(None, validate_default=True)  # "package.module:function"
     queue_size: int = Field(1000, ge=1)
     export_timeout_s: float = Field(ARIADNE_MAX_EXPORT_TIMEOUT_S, gt=0)
+
+    @field_validator("otlp_endpoint", "ariadne_url")
+    @classmethod
+    def _http_endpoint(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # An enabled exporter with nowhere to send would silently export nothing.
+        exporter = "otlp" if info.field_name == "otlp_endpoint" else "ariadne"
+        if value is None:
+            if exporter in info.data.get("exporters", ()):
+                raise PydanticCustomError(
+                    "endpoint_required",
+                    "is required when the {name} exporter is enabled",
+                    {"name": exporter},
+                )
+            return None
+        if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
+            raise PydanticCustomError(
+                "http_url",
+                "must be an http(s) URL such as http://127.0.0.1:4318 (got {got})",
+                {"got": repr(value)},
+            )
+        return value
+
+    @field_validator("callback")
+    @classmethod
+    def _import_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            if "callback" in info.data.get("exporters", ()):
+                raise PydanticCustomError(
+                    "callback_required", "is required when the callback exporter is enabled"
+                )
+            return None
+        module, _, attribute = value.partition(":")
+        if not module.strip() or not attribute.strip():
+            raise PydanticCustomError(
+                "import_path",
+                "must look like 'package.module:function' (got {got})",
+                {"got": repr(value)},
+            )
+        return value
 
     @field_validator("export_timeout_s")
     @classmethod
@@ -133,7 +168,8 @@ class StorageSettings(BaseModel):
     adapter: Literal["sql", "fs", "s3"] = "sql"
     path: str = ".compact/archive"  # the fs adapter's directory
     s3_prefix: str = ""
-    s3_kms_key_id: str | None = None
+    s3_kms_key_id: str | None = None  # SSE-KMS key; None: the bucket's default encryption
+    s3_endpoint_url: str | None = None  # a non-AWS endpoint (MinIO, a local test server)
     s3_bucket: str | None = Field(None, validate_default=True)
 
     @field_validator("s3_bucket")
@@ -223,8 +259,8 @@ def _known_strategy(policy: CompactPolicy) -> CompactPolicy:
         choices = ", ".join(sorted({*BUILTIN_STRATEGIES, *policy.custom_strategies}))
         raise PydanticCustomError(
             "unknown_strategy",
-            "must be one of {choices} (got {got!r})",
-            {"field": "strategy", "choices": choices, "got": policy.strategy},
+            "must be one of {choices} (got {got})",
+            {"field": "strategy", "choices": choices, "got": repr(policy.strategy)},
         ) from None
     return policy
 
@@ -452,88 +488,3 @@ def load_config(
     data = {} if path is None else _read_file(Path(path))
     sources = _apply_env(data, env)
     return _validate(data, sources, None if path is None else os.fspath(path))
-
-
-# ---------------------------------------------------------------- builders
-
-
-def _keyring(keys: KeySettings, env: Mapping[str, str]) -> Keyring | None:
-    """key_file, else $keys_env, else $SESSIONSTORE_KEY_FILE, else None (archives stay plain)."""
-    if keys.key_file is not None:
-        return Keyring.from_file(keys.key_file)
-    raw = env.get(keys.keys_env, "").strip()
-    if raw:
-        return Keyring.from_env({KEYS_ENV: raw, ACTIVE_KEY_ENV: env.get(ACTIVE_KEY_ENV, "")})
-    key_file = env.get(KEY_FILE_ENV, "").strip()
-    return Keyring.from_file(key_file) if key_file else None
-
-
-def build_store(
-    config: SessionStoreConfig, *, environ: Mapping[str, str] | None = None
-) -> SessionStore:
-    """A SessionStore with the config's database, keyring and redaction settings."""
-    from .store import SessionStore
-
-    env = os.environ if environ is None else environ
-    redaction = config.redaction
-    return SessionStore(
-        config.store.url,
-        model=config.model,
-        create_tables=config.store.create_tables,
-        sqlite_busy_timeout_ms=config.store.sqlite_busy_timeout_ms,
-        sqlite_synchronous=config.store.sqlite_synchronous,
-        keyring=_keyring(config.keys, env),
-        redactor=Redactor(
-            redaction.patterns,
-            extra_patterns=redaction.extra_patterns,
-            enabled=redaction.enabled,
-        ),
-        redact_archives=config.store.redact_archives,
-        encrypt_payloads=config.store.encrypt_payloads,
-    )
-
-
-def _summarizer(config: SessionStoreConfig, env: Mapping[str, str]) -> Summarizer | None:
-    """The OpenAI summarizer, or None so CompactManager uses the extractive one."""
-    settings = config.summarizer
-    if settings.kind == "extractive":
-        return None
-    from .compaction.openai_summarizer import OpenAISummarizer
-
-    return OpenAISummarizer(
-        settings.model or config.model,
-        base_url=settings.base_url,
-        api_key=env.get(settings.api_key_env) or None,
-        timeout=settings.timeout,
-        seed=settings.seed,
-        api=settings.api,
-    )
-
-
-def build_manager(
-    config: SessionStoreConfig,
-    store: SessionStore | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-) -> CompactManager:
-    """A CompactManager over `store` (default: `build_store(config)`) with the config's policy."""
-    from .compaction.service import CompactConfig, CompactManager
-
-    env = os.environ if environ is None else environ
-    return CompactManager(
-        CompactConfig(
-            model=config.model,
-            max_context_tokens=config.max_context_tokens,
-            policy=config.policy,
-            storage=store or build_store(config, environ=env),
-            summarizer=_summarizer(config, env),
-            record_idle_decisions=config.record_idle_decisions,
-        )
-    )
-
-
-def manager_from_file(
-    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
-) -> CompactManager:
-    """Load, validate and build in one call; its store is `manager.store`."""
-    return build_manager(load_config(path, environ=environ), environ=environ)

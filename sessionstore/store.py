@@ -51,6 +51,7 @@ from .tokens import TokenEstimator, estimator_for_model
 _T = TypeVar("_T")
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 DEFAULT_MODEL: Final = "gpt-4o"
+PUBLISHER_FLUSH_TIMEOUT_S: Final = 2.0  # the Ariadne timeout: a dead collector costs at most this
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 _start = (
@@ -90,6 +91,7 @@ _HISTORY: Final = (
 )
 _SESSION: Final = sa.select(*sessions.c).where(sessions.c.session_id == _sid)
 _CONTEXT_TOKENS: Final = sa.select(sessions.c.context_tokens).where(sessions.c.session_id == _sid)
+_METADATA: Final = sa.select(sessions.c.metadata).where(sessions.c.session_id == _sid)
 _INSERT_MESSAGES: Final = messages.insert()
 _INSERT_EVENTS: Final = events.insert()
 # Columns to set are passed as parameters; updated_at always moves.
@@ -201,6 +203,10 @@ class Publisher(Protocol):
 
     def publish(self, events: Sequence[Event]) -> None:
         """Queue events for export."""
+        ...
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until queued events were exported; False on timeout."""
         ...
 
 
@@ -507,6 +513,15 @@ def _tx_clear(conn: Connection, session_id: str) -> None:
     )
 
 
+def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]) -> bool:
+    session = lock_session(conn, session_id)
+    if session is None:
+        return False
+    merged = {**(session._mapping["metadata"] or {}), **values}
+    conn.execute(sessions.update().where(sessions.c.session_id == session_id), {"metadata": merged})
+    return True
+
+
 def _tx_delete(conn: Connection, session_id: str) -> bool:
     conn.execute(events.delete().where(events.c.session_id == session_id))
     result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
@@ -623,7 +638,9 @@ class SessionStore:
         await self.close()
 
     async def close(self) -> None:
-        """Release every pooled connection and worker thread."""
+        """Release every pooled connection and worker thread; give exporters a bounded flush."""
+        if self.publisher is not None:  # events of a short-lived process must still leave it
+            await asyncio.to_thread(self.publisher.flush, PUBLISHER_FLUSH_TIMEOUT_S)
         await self.database.dispose()
 
     async def ensure_ready(self) -> None:
@@ -788,6 +805,23 @@ class SessionStore:
         await self.ensure_ready()
         row = await self.database.read(_read_first, _SESSION, {"sid": session_id})
         return None if row is None else _session_info(row)
+
+    async def session_metadata(self, session_id: str) -> dict[str, Any] | None:
+        """The session's free-form `metadata` object ({} when unset), or None if never written."""
+        _check_session_id(session_id)
+        await self.ensure_ready()
+        row = await self.database.read(_read_first, _METADATA, {"sid": session_id})
+        return None if row is None else dict(row[0] or {})
+
+    async def merge_session_metadata(self, session_id: str, values: Mapping[str, Any]) -> bool:
+        """Set top-level metadata keys, keeping the others; False if the session does not exist.
+
+        Under the session lock, so concurrent merges never lose each other's keys.
+        Metadata is bookkeeping, not a conversation write: `updated_at` does not move.
+        """
+        _check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.write(_tx_merge_metadata, session_id, dict(values))
 
     async def list_sessions(
         self, *, limit: int | None = None, offset: int = 0

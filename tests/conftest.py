@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 import sqlalchemy as sa
+from moto.server import ThreadedMotoServer
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
@@ -128,3 +129,13 @@ def _no_sdk_trace_export() -> None:
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint() -> Iterator[str]:
+    """A real moto server on 127.0.0.1 (S3, KMS) for the archive sink tests."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from pathlib import Path
@@ -13,21 +12,16 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
 from sessionstore.config import (
     ENV_OVERRIDES,
     ConfigError,
     SessionStoreConfig,
-    build_manager,
-    build_store,
     load_config,
-    manager_from_file,
 )
 from sessionstore.errors import SessionStoreError
 from sessionstore.retention import RetentionAction
 
 ROOT = Path(__file__).resolve().parents[1]
-KEY = "k1:" + base64.b64encode(bytes(range(32))).decode("ascii")
 
 
 def write(tmp_path: Path, name: str, data: Any) -> Path:
@@ -159,7 +153,7 @@ def test_real_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> Non
         (
             {"policy": {"strategy": "haiku"}},
             {},
-            "policy.strategy must be one of brief, ",
+            "policy.strategy must be one of brief, code_delta, decision_log",
         ),
         (
             {"redaction": {"extra_patterns": ["ok", "(unclosed"]}},
@@ -210,6 +204,31 @@ def test_real_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> Non
             "retention.policies names must be unique (repeated: ['x'])",
         ),
         ({"model": ""}, {}, "model must have at least 1 character (got '')"),
+        (
+            {"telemetry": {"exporters": ["otlp"]}},
+            {},
+            "telemetry.otlp_endpoint is required when the otlp exporter is enabled",
+        ),
+        (
+            {"telemetry": {"exporters": ["ariadne"]}},
+            {},
+            "telemetry.ariadne_url is required when the ariadne exporter is enabled",
+        ),
+        (
+            {"telemetry": {"ariadne_url": "ariadne:8080"}},
+            {},
+            "telemetry.ariadne_url must be an http(s) URL such as http://127.0.0.1:4318",
+        ),
+        (
+            {"telemetry": {"exporters": ["callback"]}},
+            {},
+            "telemetry.callback is required when the callback exporter is enabled",
+        ),
+        (
+            {"telemetry": {"callback": "mymodule.handler"}},
+            {},
+            "telemetry.callback must look like 'package.module:function' (got 'mymodule.handler')",
+        ),
         (
             {},
             {"COMPACT_TRIGGER_PCT": "abc"},
@@ -277,102 +296,6 @@ def test_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "absent.yaml", environ={})
 
 
-# ---------------------------------------------------------------- builders
-
-
-def _store_config(tmp_path: Path, **sections: Any) -> SessionStoreConfig:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}"
-    return SessionStoreConfig.model_validate({"store": {"url": url}, **sections})
-
-
-async def test_build_store_applies_store_settings(tmp_path: Path) -> None:
-    config = _store_config(
-        tmp_path,
-        model="gpt-4.1",
-        store={
-            "url": f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}",
-            "encrypt_payloads": True,
-            "redact_archives": True,
-        },
-        redaction={"enabled": False},
-        keys={"keys_env": "APP_KEYS"},
-    )
-    store = build_store(config, environ={"APP_KEYS": KEY})
-    try:
-        assert store.model == "gpt-4.1"
-        assert store.url.database == str(tmp_path / "sessions.db")
-        assert store.redactor.enabled is False
-        assert store.redact_archives is True
-        assert store.session_keys.encrypt_new is True
-        assert store.keyring is not None
-        assert store.keyring.active.key_id == "k1"
-    finally:
-        await store.close()
-
-
-async def test_build_store_redaction_patterns(tmp_path: Path) -> None:
-    config = _store_config(tmp_path, redaction={"patterns": [r"code=(?P<secret>\d+)"]})
-    store = build_store(config, environ={})
-    try:
-        assert store.keyring is None
-        assert store.redactor.text("code=1234 sk=x") == "code=<REDACTED> sk=x"
-    finally:
-        await store.close()
-
-
-def test_encryption_without_keys_fails(tmp_path: Path) -> None:
-    config = _store_config(tmp_path, store={"encrypt_payloads": True})
-    with pytest.raises(ValueError, match="encrypt_payloads needs a keyring"):
-        build_store(config, environ={})
-
-
-async def test_build_manager_uses_policy_and_summarizer(tmp_path: Path) -> None:
-    config = _store_config(
-        tmp_path,
-        max_context_tokens=32_000,
-        policy={"trigger_pct": 0.6, "keep_recent_turns": 2},
-        summarizer={"kind": "openai", "model": "gpt-4o-mini", "api_key_env": "MY_KEY"},
-        record_idle_decisions=False,
-    )
-    manager = build_manager(config, environ={"MY_KEY": "sk-test"})
-    try:
-        assert manager.policy.trigger_pct == 0.6
-        assert manager.policy.keep_recent_turns == 2
-        assert manager.config.max_context_tokens == 32_000
-        assert manager.config.record_idle_decisions is False
-        assert isinstance(manager.summarizer, OpenAISummarizer)
-        assert manager.summarizer.model == "gpt-4o-mini"
-        assert manager.summarizer._client.api_key == "sk-test"
-        await manager.summarizer.aclose()
-    finally:
-        await manager.store.close()
-
-
-async def test_build_manager_reuses_a_given_store(tmp_path: Path) -> None:
-    config = _store_config(tmp_path)
-    store = build_store(config, environ={})
-    try:
-        manager = build_manager(config, store)
-        assert manager.store is store
-        assert manager.summarizer.name == "extractive"
-    finally:
-        await store.close()
-
-
-async def test_manager_from_file(tmp_path: Path) -> None:
-    data = {
-        "store": {"url": f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"},
-        "policy": {"trigger_pct": 0.85},
-    }
-    path = write(tmp_path, "compact.yaml", data)
-    manager = manager_from_file(path, environ={"COMPACT_TRIGGER_PCT": "0.9"})
-    try:
-        assert manager.policy.trigger_pct == 0.9
-        assert manager.store.url.database == str(tmp_path / "m.db")
-    finally:
-        await manager.store.close()
-
-
 # ---------------------------------------------------------------- round trip
 
 configs = st.builds(
@@ -418,11 +341,26 @@ configs = st.builds(
     ),
     st.fixed_dictionaries(
         {
-            "exporters": st.lists(st.sampled_from(["console", "otlp", "callback"]), max_size=3),
+            "exporters": st.lists(
+                st.sampled_from(["console", "otlp", "ariadne", "callback"]), max_size=4
+            ),
+            "otlp_endpoint": st.just("http://127.0.0.1:4318/v1/traces"),
+            "ariadne_url": st.just("http://127.0.0.1:8080"),
+            "callback": st.just("json:dumps"),
             "queue_size": st.integers(1, 100_000),
+            "export_timeout_s": st.floats(0.1, 2.0, allow_nan=False),
         }
     ),
-    st.fixed_dictionaries({"adapter": st.sampled_from(["sql", "fs"])}),
+    st.one_of(
+        st.fixed_dictionaries({"adapter": st.sampled_from(["sql", "fs"])}),
+        st.fixed_dictionaries(
+            {
+                "adapter": st.just("s3"),
+                "s3_bucket": st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=3),
+                "s3_kms_key_id": st.none() | st.just("alias/sessionstore"),
+            }
+        ),
+    ),
     st.fixed_dictionaries({"enabled": st.booleans()}),
 )
 

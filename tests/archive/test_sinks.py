@@ -11,14 +11,12 @@ import os
 import socket
 import stat
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.config import Config
-from moto.server import ThreadedMotoServer
 
 from sessionstore.archive.filesystem import FilesystemSink
 from sessionstore.archive.s3 import S3Sink
@@ -291,15 +289,6 @@ def test_delivery_is_validated(session_id: str, step: int, message: str) -> None
 
 
 # --- S3, against a real moto server ---------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def aws_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 # Dummy credentials for the local moto server only; real code injects a configured client.
