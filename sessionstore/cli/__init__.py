@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ..compaction.errors import CompactError
-from ..errors import SessionStoreError
 from .archive import archive_app
-from .common import EXIT_FAILED, EXIT_USAGE, err_console
+from .common import GuardedCommand, GuardedGroup
 from .compact import compact
 from .demo import demo
 from .doctor import doctor
@@ -22,6 +20,7 @@ app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
     no_args_is_help=True,
     add_completion=False,
+    cls=GuardedGroup,
 )
 app.command()(migrate)
 app.command()(demo)
@@ -38,26 +37,14 @@ compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
     add_completion=False,
 )
-compactctl_app.command()(compact)
-
-
-def _guarded(application: typer.Typer) -> None:
-    """User errors print one clear line and a dependable exit code, not a traceback."""
-    try:
-        application()
-    except CompactError as exc:
-        err_console.print(f"[red]compaction failed:[/] {exc}")
-        raise SystemExit(EXIT_FAILED) from None
-    except SessionStoreError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise SystemExit(EXIT_USAGE) from None
+compactctl_app.command(cls=GuardedCommand)(compact)
 
 
 def main() -> None:
     """Entry point of `sessionstore`."""
-    _guarded(app)
+    app()
 
 
 def compactctl() -> None:
     """Entry point of `compactctl`."""
-    _guarded(compactctl_app)
+    compactctl_app()

@@ -11,8 +11,7 @@ import typer
 from ..archive.reader import read_archives
 from ..archive.sealing import OpenedArchive
 from ..redaction import Redactor, redaction_disabled_event
-from ..store import SessionStore
-from .common import UrlOption, console, err_console
+from .common import ConfigOption, UrlOption, console, err_console, open_store
 
 archive_app = typer.Typer(help="Archived originals (compaction, truncation).")
 
@@ -21,6 +20,7 @@ archive_app = typer.Typer(help="Archived originals (compaction, truncation).")
 def show(
     session_id: Annotated[str, typer.Argument(help="Session whose archives to show.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     compaction: Annotated[int | None, typer.Option(help="Only this compaction's archive.")] = None,
     redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
     as_json: Annotated[
@@ -31,7 +31,7 @@ def show(
     redactor = Redactor(enabled=redact)
 
     async def go() -> list[OpenedArchive]:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             if not redact:
                 await store.record_events([redaction_disabled_event(session_id)])
             return await read_archives(store, session_id, compaction_id=compaction)

@@ -9,13 +9,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..compaction.openai_summarizer import OpenAISummarizer
-from ..compaction.policy import CompactPolicy
+from ..builders import build_manager
+from ..compaction.prompts import resolve_strategy
 from ..compaction.report import diff_lines
-from ..compaction.service import CompactConfig, CompactionOutcome, CompactManager
-from ..compaction.summarizer import Summarizer
+from ..compaction.service import CompactionOutcome
+from ..config import SessionStoreConfig
 from ..store import SessionStore
-from .common import UrlOption, console
+from .common import ConfigOption, UrlOption, console, load_settings
 
 _STYLE = {"=": "green", "-": "red"}
 
@@ -23,13 +23,18 @@ _STYLE = {"=": "green", "-": "red"}
 def compact(
     session_id: Annotated[str, typer.Argument(help="The session to compact.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; change nothing.")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="List every row and its fate.")] = False,
     strategy: Annotated[
         str | None, typer.Option(help="task_state, brief, decision_log, code_delta, ...")
     ] = None,
-    window: Annotated[int, typer.Option(help="The model's context window.")] = 128_000,
-    model: Annotated[str, typer.Option(help="Model whose tokenizer counts.")] = "gpt-4o",
+    window: Annotated[
+        int | None, typer.Option(min=1, help="The model's context window [default: 128000].")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model whose tokenizer counts [default: gpt-4o].")
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible summarizer endpoint (default: offline).")
     ] = None,
@@ -37,22 +42,29 @@ def compact(
     note: Annotated[str, typer.Option(help="Recorded with the compaction.")] = "cli",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Compact SESSION now (manual trigger); --dry-run/--diff show kept, summarized, dropped."""
-    summarizer: Summarizer | None = None
-    if base_url is not None or summarizer_model is not None:
-        summarizer = OpenAISummarizer(summarizer_model or model, base_url=base_url)
+    """Compact SESSION now (manual trigger); --dry-run/--diff show kept, summarized, dropped.
+
+    With --config, the file's policy, summarizer, sinks and exporters apply; options given
+    on the command line win.
+    """
+    from_file = load_settings(url, config)
+    settings = _with_options(
+        from_file or SessionStoreConfig(),
+        model=model,
+        window=window,
+        base_url=base_url,
+        summarizer_model=summarizer_model,
+    )
+    if strategy is not None:
+        try:
+            resolve_strategy(strategy, settings.policy.custom_strategies)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--strategy") from None
 
     async def run() -> CompactionOutcome:
-        async with SessionStore(url, model=model) as store:
-            manager = CompactManager(
-                CompactConfig(
-                    model=model,
-                    max_context_tokens=window,
-                    policy=CompactPolicy(),
-                    storage=store,
-                    summarizer=summarizer,
-                )
-            )
+        store = SessionStore(url, model=settings.model) if from_file is None else None
+        manager = build_manager(settings, store)
+        async with manager.store:
             return await manager.compact(
                 session_id, trigger="manual", note=note, strategy=strategy, dry_run=dry_run
             )
@@ -62,6 +74,26 @@ def compact(
         console.print_json(json.dumps(_as_json(outcome)))
         return
     _print(outcome, dry_run=dry_run, diff=diff)
+
+
+def _with_options(
+    settings: SessionStoreConfig,
+    *,
+    model: str | None,
+    window: int | None,
+    base_url: str | None,
+    summarizer_model: str | None,
+) -> SessionStoreConfig:
+    """The settings with whatever the command line gave winning over the file."""
+    top = {"model": model, "max_context_tokens": window}
+    settings = settings.model_copy(update={k: v for k, v in top.items() if v is not None})
+    if base_url is None and summarizer_model is None:
+        return settings
+    given = {"base_url": base_url, "model": summarizer_model}
+    summarizer = settings.summarizer.model_copy(
+        update={"kind": "openai", **{k: v for k, v in given.items() if v is not None}}
+    )
+    return settings.model_copy(update={"summarizer": summarizer})
 
 
 def _as_json(outcome: CompactionOutcome) -> dict[str, object]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlparse
 
@@ -15,16 +15,12 @@ import typer
 from rich.table import Table
 
 from ..archive.rotation import key_usage
-from ..crypto import Keyring
+from ..config import ConfigError, SessionStoreConfig, load_config
 from ..database import open_database, resolve_url
 from ..errors import SessionStoreError
 from ..migrations import current_revision, head_revision
-from ..store import SessionStore
 from ..tokens import estimator_for_model
-from .common import EXIT_FAILED, UrlOption, console
-
-# Exporter endpoints doctor can reach-test, by the environment variable that configures them.
-ENDPOINT_VARIABLES = ("COMPACT_OTLP_ENDPOINT", "COMPACT_ARIADNE_URL")
+from .common import EXIT_FAILED, ConfigOption, UrlOption, console, load_settings, open_store
 
 
 @dataclass(frozen=True)
@@ -65,13 +61,14 @@ def _tokenizer(model: str) -> Check:
     return Check("tokenizer", False, f"heuristic only: {getattr(estimator, 'fallback_reason', '')}")
 
 
-async def _keys(url: str | None) -> Check:
+async def _keys(url: str | None, config: Path | None) -> Check:
     try:
-        keyring = Keyring.load()
+        store = open_store(url, config)
     except SessionStoreError as exc:
         return Check("keys", False, str(exc))
-    async with SessionStore(url) as store:
+    async with store:
         usage = await key_usage(store)
+    keyring = store.keyring
     missing = sorted(set(usage) - set(keyring.ids if keyring else ()))
     if missing:
         return Check(
@@ -82,35 +79,48 @@ async def _keys(url: str | None) -> Check:
     return Check("keys", True, f"active {keyring.active.key_id!r}; {sum(usage.values())} sealed")
 
 
-def _endpoints() -> list[Check]:
+def _settings(url: str | None, config: Path | None) -> tuple[SessionStoreConfig | None, Check]:
+    """The file's settings, or the defaults with the COMPACT_* environment applied."""
+    try:
+        settings = load_settings(url, config) or load_config()
+    except ConfigError as exc:
+        return None, Check("config", False, "; ".join(exc.problems))
+    return settings, Check("config", True, str(config) if config else "defaults + environment")
+
+
+def _endpoints(settings: SessionStoreConfig) -> list[Check]:
     checks = []
-    for variable in ENDPOINT_VARIABLES:
-        value = os.environ.get(variable)
+    telemetry = settings.telemetry
+    for name, value in (("otlp", telemetry.otlp_endpoint), ("ariadne", telemetry.ariadne_url)):
         if not value:
             continue
         parsed = urlparse(value)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         try:
             with socket.create_connection((parsed.hostname or "", port), timeout=2):
-                checks.append(
-                    Check(variable, True, f"{parsed.hostname}:{port} accepts connections")
-                )
+                checks.append(Check(name, True, f"{parsed.hostname}:{port} accepts connections"))
         except OSError as exc:
-            checks.append(Check(variable, False, f"{parsed.hostname}:{port}: {exc}"))
+            checks.append(Check(name, False, f"{parsed.hostname}:{port}: {exc}"))
     return checks
 
 
 def doctor(
     url: UrlOption = None,
-    model: Annotated[str, typer.Option(help="Model whose tokenizer to check.")] = "gpt-4o",
+    config: ConfigOption = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model whose tokenizer to check [default: the config's].")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Check the database, migrations, offline tokenizer, keys and exporter endpoints."""
-    checks = asyncio.run(_database(url))
-    checks.append(_tokenizer(model))
-    if all(check.ok for check in checks[:2]):
-        checks.append(asyncio.run(_keys(url)))
-    checks.extend(_endpoints())
+    """Check the config, database, migrations, offline tokenizer, keys and exporter endpoints."""
+    settings, loaded = _settings(url, config)
+    database_url = url if settings is None or config is None else settings.store.url
+    checks = [loaded, *asyncio.run(_database(database_url))]
+    checks.append(_tokenizer(model or (settings.model if settings else "gpt-4o")))
+    if all(check.ok for check in checks[1:3]):
+        checks.append(asyncio.run(_keys(url, config if settings else None)))
+    if settings is not None:
+        checks.extend(_endpoints(settings))
     if as_json:
         console.print_json(json.dumps([asdict(check) for check in checks]))
     else:

@@ -13,7 +13,7 @@ import typer
 
 from ..schema import events as events_table
 from ..store import SessionStore
-from .common import UrlOption, console
+from .common import ConfigOption, UrlOption, console, open_store
 
 _FIELDS = (
     "t_est",
@@ -56,6 +56,7 @@ def _line(row: dict[str, Any]) -> str:
 
 def events(
     url: UrlOption = None,
+    config: ConfigOption = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     kind: Annotated[
         str | None, typer.Option("--type", help="Event name; * wildcard (compact.*).")
@@ -85,7 +86,7 @@ def events(
                 console.print(_line(row), highlight=False)
 
     async def go() -> None:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             last = 0
             deadline = None if follow_seconds is None else time.monotonic() + follow_seconds
             while True:

@@ -14,8 +14,7 @@ from rich.table import Table
 
 from ..archive.rotation import RotationReport, check_retirable, key_usage, rotate_keys
 from ..crypto import KEY_FILE_ENV, Keyring, LocalKey
-from ..store import SessionStore
-from .common import UrlOption, console
+from .common import ConfigOption, UrlOption, console, open_store
 
 keys_app = typer.Typer(help="Archive encryption keys: generate, status, rotate, retire.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -56,11 +55,11 @@ def generate(
 
 
 @keys_app.command()
-def status(url: UrlOption = None, as_json: JsonOption = False) -> None:
+def status(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Which keys are configured, which is active, how many archives each protects."""
 
     async def go() -> tuple[Keyring | None, dict[str, int]]:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             return store.keyring, await key_usage(store)
 
     keyring, usage = asyncio.run(go())
@@ -91,13 +90,14 @@ def status(url: UrlOption = None, as_json: JsonOption = False) -> None:
 @keys_app.command()
 def rotate(
     url: UrlOption = None,
+    config: ConfigOption = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Archives per transaction.")] = 200,
     as_json: JsonOption = False,
 ) -> None:
     """Rewrap every archive's data key under the active key (payloads are not decrypted)."""
 
     async def go() -> RotationReport:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             with Progress(
                 TextColumn("rewrapping"),
                 BarColumn(),
@@ -130,12 +130,13 @@ def rotate(
 def retire(
     key_id: Annotated[str, typer.Argument(help="The key to retire.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     key_file: KeyFileOption = None,
 ) -> None:
     """Retire a key once no archive needs it (removes it from --key-file if given)."""
 
     async def go() -> None:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             await check_retirable(store, key_id)
 
     asyncio.run(go())

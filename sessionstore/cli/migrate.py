@@ -6,11 +6,12 @@ import asyncio
 
 from ..database import open_database, resolve_url
 from ..migrations import current_revision, head_revision, upgrade
-from .common import UrlOption, console, shown_url
+from .common import ConfigOption, UrlOption, console, shown_url, target_url
 
 
-def migrate(url: UrlOption = None, revision: str = "head") -> None:
+def migrate(url: UrlOption = None, config: ConfigOption = None, revision: str = "head") -> None:
     """Create or upgrade the sessionstore tables (Alembic) to REVISION (default: newest)."""
+    url = target_url(url, config)
 
     async def run() -> tuple[str | None, str | None]:
         database = open_database(resolve_url(url))

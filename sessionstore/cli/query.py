@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Annotated, Any, Final
 
 import sqlalchemy as sa
 import typer
 from rich.table import Table
 
-from ..store import SessionStore
-from .common import UrlOption, console
+from .common import ConfigOption, UrlOption, console, open_store
 
 _READ_ONLY_START: Final = re.compile(r"^\s*(select|with|explain|values)\b", re.IGNORECASE)
 # Statements that never belong in a query (a data-modifying CTE, say); the database's
@@ -43,8 +43,10 @@ def refusal(sql: str) -> str | None:
     return None
 
 
-async def _run(url: str | None, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    async with SessionStore(url) as store, store.engine.connect() as conn:
+async def _run(
+    url: str | None, config: Path | None, sql: str
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    async with open_store(url, config) as store, store.engine.connect() as conn:
         if conn.dialect.name == "postgresql":
             await conn.execute(sa.text("SET TRANSACTION READ ONLY"))
         else:
@@ -61,13 +63,14 @@ async def _run(url: str | None, sql: str) -> tuple[list[str], list[tuple[Any, ..
 def query(
     sql: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON rows.")] = False,
 ) -> None:
     """Run read-only SQL (SELECT ...) against the store; writes are refused."""
     reason = refusal(sql)
     if reason is not None:
         raise typer.BadParameter(f"refused: {reason}", param_hint="SQL")
-    columns, rows = asyncio.run(_run(url, sql))
+    columns, rows = asyncio.run(_run(url, config, sql))
     if as_json:
         console.print_json(
             json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str)

@@ -19,8 +19,7 @@ from ..retention import (
     run_retention,
     set_policy,
 )
-from ..store import SessionStore
-from .common import EXIT_FAILED, UrlOption, console
+from .common import EXIT_FAILED, ConfigOption, UrlOption, console, open_store
 
 retention_app = typer.Typer(help="Retention: policies, and the job that applies them.")
 policy_app = typer.Typer(help="Create, list and delete retention policies.")
@@ -32,6 +31,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 @retention_app.command("run")
 def run(
     url: UrlOption = None,
+    config: ConfigOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count only; change nothing.")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="Rows per transaction.")] = 500,
     as_json: JsonOption = False,
@@ -39,7 +39,7 @@ def run(
     """Apply every enabled policy now (on PostgreSQL, sessionstore_apply_retention() too)."""
 
     async def go() -> RetentionReport:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             with Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
@@ -85,6 +85,7 @@ def set_(
     ] = False,
     disabled: Annotated[bool, typer.Option(help="Store the policy but do not apply it.")] = False,
     url: UrlOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Create or replace a policy."""
     policy = RetentionPolicy(
@@ -92,7 +93,7 @@ def set_(
     )
 
     async def go() -> None:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             await set_policy(store, policy)
 
     asyncio.run(go())
@@ -100,11 +101,11 @@ def set_(
 
 
 @policy_app.command("list")
-def list_(url: UrlOption = None, as_json: JsonOption = False) -> None:
+def list_(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """List the policies."""
 
     async def go() -> list[RetentionPolicy]:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             return await list_policies(store)
 
     policies = asyncio.run(go())
@@ -130,11 +131,11 @@ def list_(url: UrlOption = None, as_json: JsonOption = False) -> None:
 
 
 @policy_app.command("delete")
-def delete(name: str, url: UrlOption = None) -> None:
+def delete(name: str, url: UrlOption = None, config: ConfigOption = None) -> None:
     """Delete a policy."""
 
     async def go() -> bool:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             return await delete_policy(store, name)
 
     if not asyncio.run(go()):

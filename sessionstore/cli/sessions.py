@@ -13,8 +13,8 @@ from rich.table import Table
 
 from ..items import text_of
 from ..redaction import Redactor, redaction_disabled_event
-from ..store import SessionInfo, SessionStore, StoredRow
-from .common import EXIT_FAILED, UrlOption, console, err_console
+from ..store import SessionInfo, StoredRow
+from .common import EXIT_FAILED, ConfigOption, UrlOption, console, err_console, open_store
 
 sessions_app = typer.Typer(help="List, show and export sessions.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -37,13 +37,14 @@ def _info_dict(info: SessionInfo) -> dict[str, Any]:
 @sessions_app.command("list")
 def list_(
     url: UrlOption = None,
+    config: ConfigOption = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many sessions.")] = 100,
     as_json: JsonOption = False,
 ) -> None:
     """Sessions, most recently updated first."""
 
     async def go() -> list[SessionInfo]:
-        async with SessionStore(url) as store:
+        async with open_store(url, config) as store:
             return await store.list_sessions(limit=limit)
 
     rows = [_info_dict(info) for info in asyncio.run(go())]
@@ -58,33 +59,38 @@ def list_(
     console.print(table)
 
 
-def _rows(url: str | None, session_id: str, history: bool, redact: bool) -> list[StoredRow]:
-    async def go() -> list[StoredRow]:
-        async with SessionStore(url) as store:
+def _rows(
+    url: str | None, config: Path | None, session_id: str, history: bool, redact: bool
+) -> tuple[list[StoredRow], Redactor]:
+    """The session's rows and the redactor to print them with (the config's patterns)."""
+
+    async def go() -> tuple[list[StoredRow], Redactor]:
+        async with open_store(url, config) as store:
             if not redact:
                 await store.record_events([redaction_disabled_event(session_id)])
-            return await (store.history(session_id) if history else store.context_rows(session_id))
+            found = await (store.history(session_id) if history else store.context_rows(session_id))
+            return found, store.redactor if redact else Redactor(enabled=False)
 
-    rows = asyncio.run(go())
+    rows, redactor = asyncio.run(go())
     if not redact:
         err_console.print("[red]warning:[/] redaction is off; secrets are printed as stored")
     if not rows:
         err_console.print(f"no rows for session {session_id!r}")
         raise typer.Exit(EXIT_FAILED)
-    return rows
+    return rows, redactor
 
 
 @sessions_app.command()
 def show(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     history: HistoryOption = False,
     redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
     as_json: JsonOption = False,
 ) -> None:
     """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
-    redactor = Redactor(enabled=redact)
-    rows = _rows(url, session_id, history, redact)
+    rows, redactor = _rows(url, config, session_id, history, redact)
     if as_json:
         console.print_json(json.dumps([_row_dict(row, redactor) for row in rows], default=str))
         return
@@ -123,14 +129,14 @@ def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
 def export(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     url: UrlOption = None,
+    config: ConfigOption = None,
     history: HistoryOption = False,
     output: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
     redact: Annotated[bool, typer.Option(help="Redact secrets (on by default).")] = True,
 ) -> None:
     """JSON lines: the active context's items as the model sees them (with --history: every
     row, markers included)."""
-    redactor = Redactor(enabled=redact)
-    rows = _rows(url, session_id, history, redact)
+    rows, redactor = _rows(url, config, session_id, history, redact)
     if history:
         lines = [
             json.dumps(_row_dict(row, redactor), default=str, ensure_ascii=False) for row in rows
@@ -138,7 +144,7 @@ def export(
     else:
 
         async def context() -> list[dict[str, Any]]:
-            async with SessionStore(url) as store:
+            async with open_store(url, config) as store:
                 return await store.load_context(session_id)
 
         items = asyncio.run(context())

@@ -30,4 +30,4 @@ def test_unreachable_database_and_endpoint_fail(tmp_path: object) -> None:
     )
     assert result.exit_code == 1
     checks = {check["name"]: check for check in json.loads(result.output)}
-    assert not checks["database"]["ok"] and not checks["COMPACT_OTLP_ENDPOINT"]["ok"]
+    assert not checks["database"]["ok"] and not checks["otlp"]["ok"]

@@ -57,6 +57,7 @@ def test_the_database_itself_refuses_a_disguised_write(seeded: str) -> None:
         asyncio.run(
             _run(
                 seeded,
+                None,
                 "WITH x AS (SELECT 1) INSERT INTO retention_policies "
                 "(name, action, older_than_days) SELECT 'p', 'delete_events', 1",
             )
