@@ -81,7 +81,7 @@ sessions: Final = sa.Table(
     # Visible items in the active context (what load_context returns).
     sa.Column("context_items", sa.Integer, nullable=False, server_default="0"),
     sa.Column("compaction_count", sa.Integer, nullable=False, server_default="0"),
-    # Which estimator counted `tokens` on this session's rows (e.g. tiktoken:o200k_base).
+    # Which estimator counted `tokens` on this session's rows (e.g. tiktoken/o200k_base).
     sa.Column("token_encoding", sa.Text, nullable=True),
     sa.Column("metadata", sa.JSON, nullable=True),
     # Payload encryption at rest (0003): the session's data key, wrapped by a keyring KEK.

@@ -277,7 +277,7 @@ class TiktokenEstimator(_ItemCounter):
     def __init__(self, encoding: tiktoken.Encoding, *, source: str = "custom") -> None:
         self.encoding = encoding
         self.source = source
-        self.name = f"tiktoken:{encoding.name}"
+        self.name = f"tiktoken/{encoding.name}"  # no "token:" in it: redaction would eat it
 
     def count_text(self, text: str) -> int:
         """Special-token strings in user text are ordinary text, so never raise on them."""

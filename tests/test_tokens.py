@@ -276,9 +276,9 @@ def test_encoding_name_for_model(model: str, expected: str) -> None:
 
 
 def test_estimator_for_model_uses_the_model_encoding() -> None:
-    assert estimator_for_model("gpt-4o").name == "tiktoken:o200k_base"
+    assert estimator_for_model("gpt-4o").name == "tiktoken/o200k_base"
     cl100k = estimator_for_model("openai/gpt-4")
-    assert cl100k.name == "tiktoken:cl100k_base"
+    assert cl100k.name == "tiktoken/cl100k_base"
     assert cl100k.exact is True
     assert cl100k.fallback_reason is None
 

@@ -12,7 +12,7 @@ events are written together.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -76,6 +76,7 @@ class CompactionResult:
     tokens_after: int
     items_after: int
     carried_late: int
+    events: tuple[Event, ...]  # as stored: linked to the compaction and its archive
 
 
 def archived_record(row: StoredRow) -> dict[str, Any]:
@@ -217,9 +218,10 @@ def tx_commit_compaction(
             updated_at=sa.func.current_timestamp(),
         )
     )
-    if write.events:
-        links = {"compaction_id": compaction_id, "archive_id": archive_id}
-        conn.execute(events.insert(), [_linked(event, links) for event in write.events])
+    links = {"compaction_id": compaction_id, "archive_id": archive_id}
+    linked = tuple(replace(event, fields={**event.fields, **links}) for event in write.events)
+    if linked:
+        conn.execute(events.insert(), [event.row() for event in linked])
     return CompactionResult(
         compaction_id=compaction_id,
         version=version,
@@ -228,6 +230,7 @@ def tx_commit_compaction(
         tokens_after=tokens_after,
         items_after=len(rows),
         carried_late=len(late),
+        events=linked,
     )
 
 
@@ -251,9 +254,3 @@ def _summary_row(
         "payload": encode_payload(item, 0),
     }
 
-
-def _linked(event: Event, links: Mapping[str, int]) -> dict[str, Any]:
-    row = event.row()
-    row["compaction_id"] = links["compaction_id"]
-    row["payload"] = {**row["payload"], **links}
-    return row

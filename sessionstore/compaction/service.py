@@ -412,7 +412,7 @@ class CompactManager:
         )
         if result is None:
             return None
-        self.store.publish(write.events)
+        self.store.publish(result.events)
         _trace(session_id, result, summary.strategy)
         await self._deliver(write, result, summary.text)
         tokens_after = result.tokens_after + extra_tokens
@@ -448,7 +448,7 @@ class CompactManager:
                 "text": summary,
                 "compaction_id": result.compaction_id,
             },
-            events=write.events,
+            events=result.events,
         )
         produced: list[Event] = []
         for sink in self.config.sinks:

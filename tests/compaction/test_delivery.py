@@ -89,6 +89,9 @@ async def test_exporters_receive_every_compaction_event(sqlite_url: str) -> None
     for name in ("compact.trigger_decision", "compact.summary_created", "compact.archival"):
         assert name in names
     assert all("hunter2-Sup3r" not in json.dumps(event) for event in received)
+    # Exporters see the same links as the stored rows, so spans group by compaction.
+    summary = next(event for event in received if event["event"] == "compact.summary_created")
+    assert isinstance(summary["compaction_id"], int) and isinstance(summary["archive_id"], int)
 
 
 class Spans(TracingProcessor):
