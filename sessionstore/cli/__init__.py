@@ -10,6 +10,7 @@ from .compact import compact
 from .demo import demo
 from .doctor import doctor
 from .events import events
+from .import_ import import_sessions
 from .keys import keys_app
 from .migrate import migrate
 from .query import query
@@ -32,6 +33,7 @@ app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)
 app.command()(doctor)
+app.command(name="import")(import_sessions)
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
