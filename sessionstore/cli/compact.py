@@ -16,6 +16,7 @@ from ..compaction.service import CompactionOutcome
 from ..config import SessionStoreConfig
 from ..store import SessionStore
 from .common import ConfigOption, UrlOption, console, load_settings
+from .sessions import require_session
 
 _STYLE = {"=": "green", "-": "red"}
 
@@ -30,10 +31,10 @@ def compact(
         str | None, typer.Option(help="task_state, brief, decision_log, code_delta, ...")
     ] = None,
     window: Annotated[
-        int | None, typer.Option(min=1, help="The model's context window [default: 128000].")
+        int | None, typer.Option(min=1, help="The model's context window (default 128000).")
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help="Model whose tokenizer counts [default: gpt-4o].")
+        str | None, typer.Option(help="Model whose tokenizer counts (default gpt-4o).")
     ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible summarizer endpoint (default: offline).")
@@ -65,6 +66,7 @@ def compact(
         store = SessionStore(url, model=settings.model) if from_file is None else None
         manager = build_manager(settings, store)
         async with manager.store:
+            await require_session(manager.store, session_id)
             return await manager.compact(
                 session_id, trigger="manual", note=note, strategy=strategy, dry_run=dry_run
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from rich.table import Table
@@ -18,11 +18,23 @@ from ..demo import (
 )
 from .common import EXIT_FAILED, UrlOption, console, shown_url
 
+# At 2,000 the scripted long session cannot fit one tool pair plus a summary (InsufficientBudget);
+# 4,000 leaves a margin, so a too-small --window is a usage error, not a failed run.
+MIN_DEMO_WINDOW: Final = 4_000
+
 
 def demo(
     url: UrlOption = None,
-    window: Annotated[int, typer.Option(help="Context window of the long session.")] = 128_000,
-    factor: Annotated[int, typer.Option(help="Windows' worth of traffic to push through.")] = 3,
+    window: Annotated[
+        int,
+        typer.Option(
+            min=MIN_DEMO_WINDOW,
+            help="Context window of the long session (its tool outputs need at least 4,000).",
+        ),
+    ] = 128_000,
+    factor: Annotated[
+        int, typer.Option(min=1, help="Windows' worth of traffic to push through.")
+    ] = 3,
 ) -> None:
     """Run a scripted agent session, restart the store, then a long session through compaction."""
     result = asyncio.run(run_demo(url))

@@ -88,6 +88,23 @@ def _settings(url: str | None, config: Path | None) -> tuple[SessionStoreConfig 
     return settings, Check("config", True, str(config) if config else "defaults + environment")
 
 
+def _target_database(
+    url: str | None, config: Path | None, settings: SessionStoreConfig | None
+) -> list[Check]:
+    """Checks of the database the commands would use; none of a guessed one."""
+    if config is not None and settings is None and url is None:
+        # Probing the default would create ./sessionstore.db and report on the wrong database.
+        return [
+            Check(
+                "database",
+                False,
+                "not checked: the config did not load, so its store.url is unknown "
+                "(fix it, or give --url)",
+            )
+        ]
+    return asyncio.run(_database(url if settings is None or config is None else settings.store.url))
+
+
 def _endpoints(settings: SessionStoreConfig) -> list[Check]:
     checks = []
     telemetry = settings.telemetry
@@ -114,8 +131,7 @@ def doctor(
 ) -> None:
     """Check the config, database, migrations, offline tokenizer, keys and exporter endpoints."""
     settings, loaded = _settings(url, config)
-    database_url = url if settings is None or config is None else settings.store.url
-    checks = [loaded, *asyncio.run(_database(database_url))]
+    checks = [loaded, *_target_database(url, config, settings)]
     checks.append(_tokenizer(model or (settings.model if settings else "gpt-4o")))
     if all(check.ok for check in checks[1:3]):
         checks.append(asyncio.run(_keys(url, config if settings else None)))

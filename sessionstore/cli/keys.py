@@ -27,9 +27,15 @@ KeyFileOption = Annotated[
 def _replace_file(path: Path, keyring: Keyring) -> None:
     """Write the key file atomically (a crash never leaves a half-written key file)."""
     staging = path.with_name(f".{path.name}.new")
-    staging.unlink(missing_ok=True)
-    Keyring.write_file(staging, keyring)
-    os.replace(staging, path)
+    try:
+        staging.unlink(missing_ok=True)
+        Keyring.write_file(staging, keyring)
+        os.replace(staging, path)
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot write {path}: {exc.strerror}; pick a path in a writable directory",
+            param_hint="--key-file",
+        ) from None
 
 
 @keys_app.command()
@@ -91,7 +97,9 @@ def status(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOpti
 def rotate(
     url: UrlOption = None,
     config: ConfigOption = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Archives per transaction.")] = 200,
+    batch_size: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="Archives per transaction.")
+    ] = 200,
     as_json: JsonOption = False,
 ) -> None:
     """Rewrap every archive's data key under the active key (payloads are not decrypted)."""
@@ -135,15 +143,22 @@ def retire(
 ) -> None:
     """Retire a key once no archive needs it (removes it from --key-file if given)."""
 
-    async def go() -> None:
+    async def go() -> Keyring | None:
         async with open_store(url, config) as store:
             await check_retirable(store, key_id)
+            return store.keyring
 
-    asyncio.run(go())
+    configured = asyncio.run(go())
+    current = configured if key_file is None else Keyring.from_file(key_file)
+    if current is None or key_id not in current.ids:
+        where = "the configured keyring" if key_file is None else str(key_file)
+        known = ", ".join(current.ids) if current else "none: no keyring is configured"
+        raise typer.BadParameter(
+            f"unknown key {key_id!r}: it is not in {where} (keys: {known})", param_hint="KEY_ID"
+        )
     if key_file is None:
         console.print(f"[green]no archive needs {key_id!r}; remove it from SESSIONSTORE_KEYS")
         return
-    current = Keyring.from_file(key_file)
     if current.active.key_id == key_id:
         raise typer.BadParameter(f"{key_id!r} is the active key; activate another one first")
     _replace_file(

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 import sqlalchemy as sa
 import typer
 from rich.table import Table
+from sqlalchemy.exc import DBAPIError
 
 from .common import ConfigOption, UrlOption, console, open_store
 
@@ -70,7 +71,14 @@ def query(
     reason = refusal(sql)
     if reason is not None:
         raise typer.BadParameter(f"refused: {reason}", param_hint="SQL")
-    columns, rows = asyncio.run(_run(url, config, sql))
+    try:
+        columns, rows = asyncio.run(_run(url, config, sql))
+    except DBAPIError as exc:  # the database's own words: no such table, a syntax error, ...
+        raise typer.BadParameter(
+            f"the database rejected it: {exc.orig}; `sessionstore query` reads the tables in "
+            "docs/SCHEMA.md",
+            param_hint="SQL",
+        ) from None
     if as_json:
         console.print_json(
             json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn
@@ -25,6 +25,9 @@ retention_app = typer.Typer(help="Retention: policies, and the job that applies 
 policy_app = typer.Typer(help="Create, list and delete retention policies.")
 retention_app.add_typer(policy_app, name="policy")
 
+# A century is plenty; past ~739,000 days the cutoff (now - days) is before year 1 and every
+# later `retention run` would fail on the stored policy.
+MAX_DAYS: Final = 36_500
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -33,7 +36,9 @@ def run(
     url: UrlOption = None,
     config: ConfigOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count only; change nothing.")] = False,
-    batch_size: Annotated[int, typer.Option(min=1, help="Rows per transaction.")] = 500,
+    batch_size: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="Rows per transaction.")
+    ] = 500,
     as_json: JsonOption = False,
 ) -> None:
     """Apply every enabled policy now (on PostgreSQL, sessionstore_apply_retention() too)."""
@@ -79,7 +84,9 @@ def run(
 def set_(
     name: Annotated[str, typer.Argument(help="Policy name (replaces a policy of that name).")],
     action: Annotated[RetentionAction, typer.Option(help="What to do with old data.")],
-    days: Annotated[int, typer.Option(min=1, help="Older than this many days.")],
+    days: Annotated[
+        int, typer.Option(min=1, max=MAX_DAYS, help="Older than this many days (1-36500).")
+    ],
     delete_archives: Annotated[
         bool, typer.Option(help="delete_idle_sessions: delete their archives too.")
     ] = False,
@@ -88,9 +95,12 @@ def set_(
     config: ConfigOption = None,
 ) -> None:
     """Create or replace a policy."""
-    policy = RetentionPolicy(
-        name, action, days, keep_archives=not delete_archives, enabled=not disabled
-    )
+    try:
+        policy = RetentionPolicy(
+            name, action, days, keep_archives=not delete_archives, enabled=not disabled
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="NAME") from None
 
     async def go() -> None:
         async with open_store(url, config) as store:

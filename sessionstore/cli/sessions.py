@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..items import text_of
 from ..redaction import Redactor, redaction_disabled_event
-from ..store import SessionInfo, StoredRow
+from ..store import SessionInfo, SessionStore, StoredRow
 from .common import EXIT_FAILED, ConfigOption, UrlOption, console, err_console, open_store
 
 sessions_app = typer.Typer(help="List, show and export sessions.")
@@ -21,6 +21,18 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
 ]
+
+
+async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
+    """The session's row; an unknown id ends the command (exit 1) before anything is written."""
+    info = await store.session_info(session_id)
+    if info is None:
+        err_console.print(
+            f"no session {session_id!r} in {store.safe_url}; "
+            "`sessionstore sessions list` shows the sessions there"
+        )
+        raise typer.Exit(EXIT_FAILED)
+    return info
 
 
 def _info_dict(info: SessionInfo) -> dict[str, Any]:
@@ -38,7 +50,9 @@ def _info_dict(info: SessionInfo) -> dict[str, Any]:
 def list_(
     url: UrlOption = None,
     config: ConfigOption = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many sessions.")] = 100,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="At most this many sessions.")
+    ] = 100,
     as_json: JsonOption = False,
 ) -> None:
     """Sessions, most recently updated first."""
@@ -66,6 +80,7 @@ def _rows(
 
     async def go() -> tuple[list[StoredRow], Redactor]:
         async with open_store(url, config) as store:
+            await require_session(store, session_id)
             if not redact:
                 await store.record_events([redaction_disabled_event(session_id)])
             found = await (store.history(session_id) if history else store.context_rows(session_id))
@@ -75,7 +90,10 @@ def _rows(
     if not redact:
         err_console.print("[red]warning:[/] redaction is off; secrets are printed as stored")
     if not rows:
-        err_console.print(f"no rows for session {session_id!r}")
+        err_console.print(
+            f"session {session_id!r} has no rows in its active context (it was cleared); "
+            "--history shows every row"
+        )
         raise typer.Exit(EXIT_FAILED)
     return rows, redactor
 
@@ -153,5 +171,10 @@ def export(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise typer.BadParameter(
+                f"cannot write {output}: {exc.strerror}", param_hint="--output"
+            ) from None
         err_console.print(f"wrote {len(lines)} line(s) to {output}")

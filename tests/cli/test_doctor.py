@@ -1,33 +1,68 @@
-"""`sessionstore doctor`."""
+"""`sessionstore doctor`: every FAIL exits 1 (docs/OBSERVABILITY.md), a bad config included."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
+from typing import Any
 
-from typer.testing import CliRunner
+import pytest
+from typer.testing import Result
 
-from sessionstore.cli import app
+from tests.cli.conftest import BAD_CONFIG_PROBLEM, NO_KEYS, run
 
-runner = CliRunner()
+
+def _checks(result: Result) -> dict[str, dict[str, Any]]:
+    return {check["name"]: check for check in json.loads(result.output)}
 
 
 def test_healthy_installation(seeded: str) -> None:
-    result = runner.invoke(
-        app, ["doctor", "--url", seeded, "--json"], env={"SESSIONSTORE_KEYS": ""}
-    )
-    checks = {check["name"]: check for check in json.loads(result.output)}
+    result = run("doctor", "--url", seeded, "--json", env={"SESSIONSTORE_KEYS": ""})
+    checks = _checks(result)
     assert result.exit_code == 0, result.output
     assert checks["database"]["ok"] and checks["migrations"]["ok"]
     assert checks["tokenizer"]["ok"] and "offline" in checks["tokenizer"]["detail"]
     assert "unencrypted" in checks["keys"]["detail"]
 
 
-def test_unreachable_database_and_endpoint_fail(tmp_path: object) -> None:
-    result = runner.invoke(
-        app,
-        ["doctor", "--url", "postgresql://postgres@127.0.0.1:1/none", "--json"],
+def test_unreachable_database_and_endpoint_fail() -> None:
+    result = run(
+        "doctor",
+        "--url",
+        "postgresql://postgres@127.0.0.1:1/none",
+        "--json",
         env={"COMPACT_OTLP_ENDPOINT": "http://127.0.0.1:1/v1/traces"},
     )
     assert result.exit_code == 1
-    checks = {check["name"]: check for check in json.loads(result.output)}
+    checks = _checks(result)
     assert not checks["database"]["ok"] and not checks["otlp"]["ok"]
+
+
+def test_the_config_check_names_the_file_and_its_database(config_file: Path) -> None:
+    result = run("doctor", "--config", str(config_file), "--json", env=NO_KEYS)
+    assert result.exit_code == 0, result.output
+    checks = _checks(result)
+    assert checks["config"] == {"name": "config", "ok": True, "detail": str(config_file)}
+    assert checks["migrations"]["ok"] and checks["keys"]["ok"]
+
+
+def test_an_invalid_config_fails_its_check_by_field_path(
+    bad_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run("doctor", "--config", str(bad_config), "--json")
+    assert result.exit_code == 1
+    checks = _checks(result)
+    assert not checks["config"]["ok"] and BAD_CONFIG_PROBLEM in checks["config"]["detail"]
+    assert not checks["database"]["ok"] and "not checked" in checks["database"]["detail"]
+    assert "sessionstore.db" not in os.listdir(tmp_path)  # no default database was made
+
+
+def test_a_missing_config_fails_its_check(seeded: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    result = run("doctor", "--config", str(missing), "--url", seeded, "--json")
+    assert result.exit_code == 1
+    checks = _checks(result)
+    assert "cannot read the file" in checks["config"]["detail"]
+    assert checks["database"]["ok"]  # --url still names a database to check

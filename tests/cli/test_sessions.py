@@ -3,44 +3,38 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
 
-from sessionstore.cli import app
-from tests.cli.conftest import SECRET
-
-runner = CliRunner()
+from tests.cli.conftest import EXTRA_PATTERN, SECRET, assert_refused, db_state, run
 
 
 def test_list_reports_every_session(seeded: str) -> None:
-    listed = json.loads(runner.invoke(app, ["sessions", "list", "--url", seeded, "--json"]).output)
+    listed = json.loads(run("sessions", "list", "--url", seeded, "--json").output)
     by_id = {row["session_id"]: row for row in listed}
     assert set(by_id) == {"work", "other"}
     assert by_id["work"]["compactions"] == 1 and by_id["other"]["items"] == 1
-    table = runner.invoke(app, ["sessions", "list", "--url", seeded])
+    table = run("sessions", "list", "--url", seeded)
     assert table.exit_code == 0 and "Sessions (2)" in table.output
 
 
 def test_export_is_redacted_unless_asked(seeded: str, tmp_path: Path) -> None:
     out = tmp_path / "work.jsonl"
-    done = runner.invoke(app, ["sessions", "export", "work", "--url", seeded, "--output", str(out)])
+    done = run("sessions", "export", "work", "--url", seeded, "--output", str(out))
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["content"].startswith("<COMPACT-SUMMARY v1>")
     assert "sk-proj" not in out.read_text() and "<REDACTED>" in lines[-1]["content"]
-    raw = runner.invoke(app, ["sessions", "export", "work", "--url", seeded, "--no-redact"])
+    raw = run("sessions", "export", "work", "--url", seeded, "--no-redact")
     assert SECRET in raw.output
 
 
 def test_show_and_history(seeded: str) -> None:
-    active = json.loads(
-        runner.invoke(app, ["sessions", "show", "work", "--url", seeded, "--json"]).output
-    )
+    active = json.loads(run("sessions", "show", "work", "--url", seeded, "--json").output)
     history = json.loads(
-        runner.invoke(
-            app, ["sessions", "show", "work", "--url", seeded, "--json", "--history"]
-        ).output
+        run("sessions", "show", "work", "--url", seeded, "--json", "--history").output
     )
     assert len(history) > len(active)
     assert {row["kind"] for row in history} >= {"item", "carry", "summary"}
@@ -48,5 +42,57 @@ def test_show_and_history(seeded: str) -> None:
 
 
 def test_missing_session_exits_1(seeded: str) -> None:
-    result = runner.invoke(app, ["sessions", "show", "nope", "--url", seeded])
+    result = run("sessions", "show", "nope", "--url", seeded)
     assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("command", ["show", "export"])
+@pytest.mark.parametrize("redaction", ["--redact", "--no-redact"])
+def test_an_unknown_session_is_reported_and_nothing_is_recorded(
+    seeded: str, tmp_path: Path, command: str, redaction: str
+) -> None:
+    before = db_state(seeded)
+    output = ["--output", str(tmp_path / "out.jsonl")] if command == "export" else []
+    result = run("sessions", command, "nope", "--url", seeded, redaction, *output)
+    assert_refused(result, 1, "no session 'nope'", "sessionstore sessions list")
+    assert db_state(seeded) == before
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "1000001", "ten"])
+def test_list_refuses_a_bad_limit(seeded: str, limit: str) -> None:
+    assert_refused(run("sessions", "list", "--url", seeded, "--limit", limit), 2, "'--limit'")
+
+
+def test_export_to_an_unwritable_path_says_so(seeded: str, tmp_path: Path) -> None:
+    plain_file = tmp_path / "plain-file"
+    plain_file.write_text("x")
+    result = run(
+        "sessions", "export", "work", "--url", seeded, "--output", str(plain_file / "w.jsonl")
+    )
+    assert_refused(result, 2, "--output", "cannot write", "Not a directory")
+
+
+def test_the_config_file_names_the_database(config_file: Path) -> None:
+    result = run("sessions", "list", "--config", str(config_file), "--json")
+    assert result.exit_code == 0, result.output
+    assert {row["session_id"] for row in json.loads(result.output)} == {"work", "other"}
+
+
+def test_the_config_files_extra_pattern_redacts_show(seeded: str, config_file: Path) -> None:
+    plain = run("sessions", "show", "other", "--url", seeded, "--json")
+    assert json.loads(plain.output)[0]["item"]["content"] == EXTRA_PATTERN
+    shown = run("sessions", "show", "other", "--config", str(config_file), "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)[0]["item"]["content"] == "<REDACTED>"
+
+
+def test_url_beats_the_config_files_database(
+    seeded: str, tmp_path: Path, write_config: Callable[..., Path]
+) -> None:
+    elsewhere = tmp_path / "never.db"
+    config = write_config(f"sqlite:///{elsewhere}")
+    result = run("sessions", "list", "--config", str(config), "--url", seeded, "--json")
+    assert result.exit_code == 0, result.output
+    assert {row["session_id"] for row in json.loads(result.output)} == {"work", "other"}
+    assert not elsewhere.exists()
