@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
 
+import asyncpg
+import sqlalchemy as sa
 import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
@@ -84,6 +87,14 @@ def user_errors() -> Iterator[None]:
     except SessionStoreError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(EXIT_USAGE) from None
+    except (OSError, sqlite3.Error, asyncpg.PostgresError, sa.exc.DBAPIError) as exc:
+        # The database is unreachable or refused us: say which, not a driver traceback.
+        reason = getattr(exc, "orig", None) or exc
+        err_console.print(
+            f"[red]database unavailable:[/] {type(reason).__name__}: {reason}".splitlines()[0]
+        )
+        err_console.print("check --url / $SESSIONSTORE_URL; `sessionstore doctor` tests it")
+        raise typer.Exit(EXIT_FAILED) from None
 
 
 class GuardedGroup(TyperGroup):

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import assert_refused, db_state, run, run_compactctl
 
 
@@ -49,3 +51,15 @@ def test_a_compaction_error_exits_1_and_keeps_the_session(uncompacted: str) -> N
 def test_compactctl_maps_errors_the_same_way(uncompacted: str) -> None:
     result = run_compactctl("work", "--url", uncompacted, "--window", "100")
     assert_refused(result, 1, "compaction failed: InsufficientBudget")
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("sqlite:////nonexistent-dir/x.db", "unable to open database file"),
+        ("postgresql://postgres@127.0.0.1:1/x", "Connect call failed"),
+    ],
+)
+def test_an_unreachable_database_is_one_message_and_exit_1(url: str, reason: str) -> None:
+    result = run("sessions", "list", "--url", url)
+    assert_refused(result, 1, "database unavailable:", reason, "sessionstore doctor")
