@@ -15,12 +15,14 @@ import typer
 from rich.table import Table
 
 from ..archive.rotation import key_usage
-from ..config import ConfigError, SessionStoreConfig, load_config
+from ..builders import build_event_bus, build_store
+from ..config import ConfigError, SessionStoreConfig, TelemetrySettings, load_config
 from ..database import open_database, resolve_url
 from ..errors import SessionStoreError
 from ..migrations import current_revision, head_revision
+from ..store import SessionStore
 from ..tokens import estimator_for_model
-from .common import EXIT_FAILED, ConfigOption, UrlOption, console, load_settings, open_store
+from .common import EXIT_FAILED, ConfigOption, UrlOption, console, load_settings
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,15 @@ def _tokenizer(model: str) -> Check:
     return Check("tokenizer", False, f"heuristic only: {getattr(estimator, 'fallback_reason', '')}")
 
 
-async def _keys(url: str | None, config: Path | None) -> Check:
-    try:
-        store = open_store(url, config)
+async def _keys(url: str | None, settings: SessionStoreConfig | None) -> Check:
+    try:  # exporters are checked on their own: a broken callback is not a key problem
+        store = (
+            SessionStore(url)
+            if settings is None
+            else build_store(
+                settings.model_copy(update={"telemetry": TelemetrySettings(exporters=())})
+            )
+        )
     except SessionStoreError as exc:
         return Check("keys", False, str(exc))
     async with store:
@@ -105,6 +113,18 @@ def _target_database(
     return asyncio.run(_database(url if settings is None or config is None else settings.store.url))
 
 
+def _exporters(settings: SessionStoreConfig) -> Check:
+    """Can every configured exporter be built (callback importable, endpoints valid)?"""
+    try:
+        bus = build_event_bus(settings)
+    except SessionStoreError as exc:
+        return Check("exporters", False, str(exc))
+    if bus is None:
+        return Check("exporters", True, "none configured")
+    bus.close()
+    return Check("exporters", True, ", ".join(exporter.name for exporter in bus.exporters))
+
+
 def _endpoints(settings: SessionStoreConfig) -> list[Check]:
     checks = []
     telemetry = settings.telemetry
@@ -125,7 +145,7 @@ def doctor(
     url: UrlOption = None,
     config: ConfigOption = None,
     model: Annotated[
-        str | None, typer.Option(help="Model whose tokenizer to check [default: the config's].")
+        str | None, typer.Option(help="Model whose tokenizer to check (default: the config's).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -134,8 +154,9 @@ def doctor(
     checks = [loaded, *_target_database(url, config, settings)]
     checks.append(_tokenizer(model or (settings.model if settings else "gpt-4o")))
     if all(check.ok for check in checks[1:3]):
-        checks.append(asyncio.run(_keys(url, config if settings else None)))
+        checks.append(asyncio.run(_keys(url, settings if config else None)))
     if settings is not None:
+        checks.append(_exporters(settings))
         checks.extend(_endpoints(settings))
     if as_json:
         console.print_json(json.dumps([asdict(check) for check in checks]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,23 @@ def test_a_missing_config_fails_its_check(seeded: str, tmp_path: Path) -> None:
     checks = _checks(result)
     assert "cannot read the file" in checks["config"]["detail"]
     assert checks["database"]["ok"]  # --url still names a database to check
+
+
+def test_a_broken_callback_fails_the_exporters_check_not_keys(
+    seeded: str, write_config: Callable[..., Path]
+) -> None:
+    path = write_config(
+        seeded, telemetry={"exporters": ["callback"], "callback": "no_such_module_xyz:collect"}
+    )
+    result = run("doctor", "--config", str(path), "--json", env=NO_KEYS)
+    assert result.exit_code == 1
+    checks = _checks(result)
+    assert checks["keys"]["ok"], checks["keys"]
+    assert not checks["exporters"]["ok"]
+    assert "telemetry.callback cannot be imported" in checks["exporters"]["detail"]
+
+
+def test_configured_exporters_are_listed(seeded: str, write_config: Callable[..., Path]) -> None:
+    path = write_config(seeded, telemetry={"exporters": ["console"]})
+    checks = _checks(run("doctor", "--config", str(path), "--json", env=NO_KEYS))
+    assert checks["exporters"] == {"name": "exporters", "ok": True, "detail": "console"}
