@@ -1,10 +1,12 @@
 """A deterministic, offline summarizer: the embedded default and the fallback of last resort.
 
-It never paraphrases. Sentences are kept verbatim and filed into sections by keyword rules;
-the prior summary is parsed back into the same facts and carried line for line, so a fact
-survives any number of rounds (no summary-of-summary drift) until the token budget forces
-the lowest-priority lines out: tool chatter first, then notes and entities, constraints and
-decisions last, the latest user request never (it is only truncated when it alone is too long).
+It never paraphrases. Sentences are kept verbatim (a reason stays with the sentence it
+explains) and filed into sections by keyword rules; the prior summary is parsed back into the
+same facts and carried line for line, so a fact survives any number of rounds (no
+summary-of-summary drift) until the token budget forces the lowest-priority lines out: tool
+chatter first, then notes and file names, then preferences and actions; goals, ids,
+constraints and decisions last; the latest user request never (it is only truncated when it
+alone is too long).
 """
 
 from __future__ import annotations
@@ -169,6 +171,14 @@ _SECTION_KINDS: Final[Mapping[str, FactKind | None]] = {
     if section.kinds
 }
 
+# Ledger lines ("decision :: rationale :: inputs :: outputs") are carried as written.
+_LEDGER_TITLES: Final = frozenset(
+    section.title.lower()
+    for layout in _LAYOUTS.values()
+    for section in layout.sections
+    if section.ledger
+)
+
 
 # ---------------------------------------------------------------- rules
 
@@ -176,13 +186,14 @@ _I = re.IGNORECASE
 _PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|preference|please (?:always|never)|always (?:use|run|write|add|"
     r"include|keep|prefer)|i (?:really )?(?:like|love|hate|dislike)|(?:don't|do not) like|"
-    r"likes|dislikes|i'd rather|would rather|rather than)\b",
+    r"likes|dislikes|i'd rather|would rather|rather than|stick (?:to|with))\b",
     _I,
 )
 _GOAL = re.compile(
     r"\b(?:goals?|objectives?|the aim|aim(?:ing)? to|success criteri(?:a|on)|acceptance "
     r"criteri(?:a|on)|definition of done|done when|the task is|deliverables?|we want to|"
-    r"i want to|i'd like to|we'd like to|trying to|target is)\b",
+    r"i want to|i'd like to|we'd like to|trying to|target is|what matters|matters most|"
+    r"(?:top|main) priority)\b",
     _I,
 )
 _DECISION = re.compile(
@@ -199,18 +210,27 @@ _CHANGE = re.compile(
 )
 _CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|shall|never|should not|shouldn't|require[sd]?|requirements?|mandatory|"
+    r"constraints?|non-negotiable|make sure|ensure|keep in mind|"
     r"not allowed|forbidden|prohibited|only use|deadline|due (?:by|on|date)|no later than|"
     r"budgets?|cost cap|slas?|slos?|p9\d|latency|uptime|compliance|compliant|gdpr|hipaa|pci|"
     r"soc ?2|iso ?27001|security|encrypt\w*|pii|at most|at least|no more than|limit(?:ed)? to|"
-    r"capped at)\b|^(?:please )?(?:do not|don't)\b|\bby (?:(?:mon|tues|wednes|thurs|fri|satur|"
-    r"sun)day|eod|end of (?:day|week|month|quarter|sprint))\b",
+    r"capped at)\b|^(?:please )?(?:do not|don't)\b(?! forget)|"
+    r"\bby (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|eod|end of (?:day|week|month|quarter|"
+    r"sprint))\b",
     _I,
 )
 _RATIONALE = re.compile(r"\b(?:because|since|so that|given that|due to|instead of|rationale)\b", _I)
+# A sentence that only explains the one before it: "Use X. Reason: Y." is one fact, not two.
+_REASON_LEAD = re.compile(
+    r"^(?:(?:the )?(?:reasons?|rationale|why)\s*:|the reason (?:is|being|was)\b|"
+    r"(?:that|this|it)(?:'s| is| was) because\b|because\b)",
+    _I,
+)
 _ACTION = re.compile(
     r"\b(?:todo|to-do|fixme|next steps?|need to|needs to|still need|have to|has to|blocked|"
     r"blockers?|blocking|pending|waiting (?:on|for)|follow[- ]ups?|remaining|outstanding|"
-    r"action items?|open questions?|not yet|unresolved|tbd|will need|should)\b",
+    r"action items?|open (?:items?|questions?)|not yet|unresolved|tbd|will need|should|"
+    r"(?:don't|do not) forget|remember to)\b",
     _I,
 )
 _WRITE_TOOL = re.compile(
@@ -224,6 +244,7 @@ _FILE_EXT = (
     r"sql|md|rst|txt|yaml|yml|json|toml|ini|cfg|conf|env|sh|bash|ps1|html|css|scss|lock|proto|"
     r"tf|xml|csv|log"
 )
+_FILE_SUFFIX: Final = re.compile(rf"\.(?:{_FILE_EXT})$")
 _ENV_STOPWORDS: Final = frozenset(
     re.split(
         r"\s+",
@@ -291,7 +312,10 @@ _RULES: Final[tuple[tuple[FactKind, re.Pattern[str]], ...]] = (
     ("goal", re.compile(r"^(?:goals?|objectives?|(?:success|acceptance) criteri(?:a|on)):", _I)),
     ("constraint", re.compile(r"^(?:constraints?|requirements?):", _I)),
     ("decision", re.compile(r"^decisions?:", _I)),
-    ("action", re.compile(r"^(?:todo|fixme|next steps?|blockers?|blocked|action items?):", _I)),
+    (
+        "action",
+        re.compile(r"^(?:todo|fixme|next steps?|blockers?|blocked|(?:action|open) items?):", _I),
+    ),
     ("preference", re.compile(r"^preferences?:", _I)),
     ("preference", _PREFERENCE),
     ("goal", _GOAL),
@@ -319,7 +343,9 @@ _HEADER = re.compile(r"^(?:#{1,6}\s+(.+?)|\*\*(.+?)\*\*|([A-Z][A-Za-z /-]{1,40})
 _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
 _CHANGE_BODY = re.compile(r"^(\S+): (.*)$")
+_LEDGER_SEPARATOR: Final = " :: "
 _WORD = re.compile(r"[a-z0-9]+(?:[._/:-][a-z0-9]+)*")
+_NAME = re.compile(r"[\w,;)] ([A-Z][a-z]+)\b")  # capitalized inside a sentence: a name
 
 
 def _squash(text: str) -> str:
@@ -389,11 +415,19 @@ def _plausible(group: str, value: str) -> bool:
         return has_letters and (len(segments) > 2 or "." in segments[-1].lstrip("."))
     if group == "environments":
         return value.lower() not in _ENV_STOPWORDS
+    if group == "branches":  # docs/setup.md is a file, not a branch
+        return _FILE_SUFFIX.search(value) is None
     return bool(value)
 
 
 def _worth_noting(sentence: str, *, user: bool) -> bool:
-    """Unfiled sentences are kept when they name something, or when the user said them."""
+    """Unfiled sentences are kept when they name something, or when the user said them.
+
+    Questions are not: once answered they are history, and what they name is kept as
+    entities anyway.
+    """
+    if sentence.rstrip().endswith("?"):
+        return False
     if _entities(sentence):
         return True
     return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
@@ -452,6 +486,12 @@ def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fa
         return [_Fact("entity", v, label=g) for g, v in found] or [_Fact("note", body)]
     if known_mixed and tagged and tagged.group(1).lower() in _KIND_OF_TAG:
         kind, body = _KIND_OF_TAG[tagged.group(1).lower()], tagged.group(2)
+    if kind == "decision" and title in _LEDGER_TITLES and _LEDGER_SEPARATOR in body:
+        # A ledger line: keep it as written, but compare the decision by what it says, so
+        # the same decision read again from the transcript is recognized as a duplicate.
+        decision, rationale = [*body.split(_LEDGER_SEPARATOR), "-"][:2]
+        said = decision if rationale == "-" else f"{decision} {rationale}"
+        return [_Fact("decision", said, ledger=body)]
     if kind == "change":
         change = _CHANGE_BODY.match(body)
         return [
@@ -527,36 +567,67 @@ class _Reader:
 
     def read_text(self, text: str, position: int, *, weak: bool, user: bool = False) -> None:
         """File each sentence; participants' sentences also yield entities and notes."""
+        previous: tuple[str, FactKind | None, int | None] | None = None  # sentence, kind, fact
         for sentence in _sentences(text):
+            # In tool output a reason only joins a fact already kept, never starts one.
+            if (
+                previous is not None
+                and (not weak or previous[2] is not None)
+                and _REASON_LEAD.match(sentence)
+            ):
+                self._explain(previous, sentence, position, weak)
+                previous = None
+                continue
             kind = _classify(sentence)
-            if weak:
+            if weak and kind == "change":
                 # Tool output and reasoning: keep the rules and decisions they state, not
                 # every file they happen to mention.
-                if kind is not None and kind != "change":
-                    self.facts.append(self._fact(kind, sentence, position, weak))
-                continue
-            if kind is None and _worth_noting(sentence, user=user):
+                kind = None
+            elif not weak and kind is None and _worth_noting(sentence, user=user):
                 kind = "note"
+            index = None
             if kind is not None:
+                index = len(self.facts)
                 self.facts.append(self._fact(kind, sentence, position, weak))
+            previous = (sentence, kind, index)
         if not weak:
             self.facts.extend(
                 _Fact("entity", value, label=group) for group, value in _entities(text)
             )
 
-    def _fact(self, kind: FactKind, sentence: str, position: int, weak: bool) -> _Fact:
+    def _explain(
+        self,
+        previous: tuple[str, FactKind | None, int | None],
+        reason: str,
+        position: int,
+        weak: bool,
+    ) -> None:
+        """Join a reason to the sentence it explains; an explained unfiled remark is a decision."""
+        sentence, kind, index = previous
+        if kind is None or kind == "note":
+            kind = "decision"
+        fact = self._fact(kind, sentence, position, weak, reason=reason)
+        if index is None:
+            self.facts.append(fact)
+        else:
+            self.facts[index] = fact
+
+    def _fact(
+        self, kind: FactKind, sentence: str, position: int, weak: bool, reason: str = ""
+    ) -> _Fact:
+        text = f"{sentence} {reason}" if reason else sentence
         if kind == "change":
             path = next(value for group, value in _entities(sentence) if group == "files")
-            return _Fact(kind, sentence, label=path, weak=weak)
+            return _Fact(kind, text, label=path, weak=weak)
         if kind != "decision":
-            return _Fact(kind, sentence, weak=weak)
-        split = _RATIONALE.search(sentence)
+            return _Fact(kind, text, weak=weak)
+        split = None if reason else _RATIONALE.search(sentence)
         decision = sentence[: split.start()].rstrip(" ,;:-") if split else sentence
-        rationale = sentence[split.start() :] if split else "-"
-        ledger = " :: ".join(
+        rationale = reason or (sentence[split.start() :] if split else "-")
+        ledger = _LEDGER_SEPARATOR.join(
             [decision or sentence, rationale, self.last_input, self._later(position)]
         )
-        return _Fact(kind, sentence, ledger=ledger, weak=weak)
+        return _Fact(kind, text, ledger=ledger, weak=weak)
 
     def _later(self, position: int) -> str:
         """Tools called after a decision, up to the next user message: what it led to."""
@@ -604,6 +675,7 @@ def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
         key = " ".join(sorted(_words(fact.body()))) or fact.body()
         words = _words(fact.body())
         marks = {word for word in words if not word.isalpha()}  # numbers, ids, paths
+        marks.update(name.lower() for name in _NAME.findall(fact.body()))  # people, products
         if key in seen_texts or any(_near(words, marks, other) for other in word_sets):
             continue
         seen_texts.add(key)
@@ -613,7 +685,7 @@ def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
 
 
 def _near(words: set[str], marks: set[str], other: tuple[set[str], set[str]]) -> bool:
-    """Near-duplicates share their numbers and ids exactly and almost all their words."""
+    """Near-duplicates share their numbers, ids and names exactly and almost all their words."""
     other_words, other_marks = other
     if marks != other_marks or not words:
         return False
@@ -650,6 +722,18 @@ def _render(layout: _Layout, facts: Sequence[_Fact], request: str | None) -> str
         if members:
             blocks.append("\n".join([f"## {section.title}", *_section_lines(section, members)]))
     return "\n\n".join(blocks)
+
+
+def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
+    """Lowest first: priority, then weak facts, then the oldest.
+
+    Ids, branches, URLs, environments and commits rank with the goals: each costs a few
+    tokens and, unlike a file name, cannot be found again by searching the repository.
+    """
+    priority = _PRIORITY[fact.kind]
+    if fact.kind == "entity" and fact.label != "files":
+        priority = _PRIORITY["goal"]
+    return (priority, not fact.weak, age)
 
 
 class ExtractiveSummarizer:
@@ -711,9 +795,7 @@ class ExtractiveSummarizer:
         if estimate <= max_tokens:
             return full
         dropped: set[int] = set()
-        order = sorted(
-            range(len(facts)), key=lambda i: (_PRIORITY[facts[i].kind], not facts[i].weak, i)
-        )
+        order = sorted(range(len(facts)), key=lambda i: _drop_order(facts[i], i))
         for index in order:
             dropped.add(index)
             # Generous, so the estimate never hides room that is really there; only an exact

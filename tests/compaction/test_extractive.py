@@ -259,6 +259,88 @@ def test_planted_facts_survive_five_rounds(strategy: str, seed: int) -> None:
     assert latest_request(summary) == "Round 4: keep going."
 
 
+def section(text: str, title: str) -> str:
+    """The lines under `## title`, up to the next section."""
+    return text.split(f"## {title}\n")[1].split("\n\n")[0]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "title"),
+    [
+        ("Hard constraint: nothing ships after the freeze on 2026-03-01.", "Constraints"),
+        ("Non-negotiable: the cutover keeps downtime under 30 seconds.", "Constraints"),
+        ("Make sure the CI pipeline finishes within 15 minutes.", "Constraints"),
+        ("Keep in mind that customer data stays in the EU.", "Constraints"),
+        ("Stick to conventional commit messages, please.", "Preferences"),
+        ("What matters for this project is a cache hit rate above 90%.", "Goals"),
+        ("Before the release, don't forget to rotate the webhook secret.", "Open actions"),
+        ("Open item: I have to ask Priya to review the schema change.", "Open actions"),
+    ],
+)
+def test_common_phrasings_are_filed_where_they_belong(sentence: str, title: str) -> None:
+    text = summarize([user(sentence), user("Carry on.")])
+    assert f"- {sentence}" in section(text, title)
+
+
+def test_a_reason_in_the_next_sentence_stays_with_what_it_explains() -> None:
+    said = "We'll use SQS FIFO queues instead of Kafka. Reason: ordering per customer matters."
+    kafka = summarize([assistant(said), user("Go on.")])
+    assert f"- {said}" in section(kafka, "Decisions")
+    ledger = summarize([assistant(said), user("Go on.")], "decision_log")
+    expected = "We'll use SQS FIFO queues instead of Kafka. :: Reason: ordering per customer"
+    assert f"[S1] {expected} matters. :: - :: -" in ledger
+    unfiled = "Redis it is. The reason is that ops already runs it."
+    assert f"- {unfiled}" in section(summarize([assistant(unfiled), user("Go.")]), "Decisions")
+
+
+def test_a_carried_ledger_entry_is_not_repeated_when_restated() -> None:
+    said = assistant("We decided on pgvector because it avoids a second datastore.")
+    first = summarize(
+        [user("Which store should hold the embeddings?"), said, user("Go.")], "decision_log"
+    )
+    again = summarize([user("Remind me."), said, user("Next.")], "decision_log", prior=first)
+    assert first.count("pgvector") == again.count("pgvector") == 1
+
+
+def test_questions_are_not_notes_but_what_they_name_is_kept() -> None:
+    text = summarize([user("Can you show me why tests/unit/test_flush.py fails?"), user("Go.")])
+    assert "show me why" not in text
+    assert "- files: tests/unit/test_flush.py" in section(text, "Entities")
+
+
+def test_facts_that_differ_only_by_a_name_are_both_kept() -> None:
+    items = [
+        user("We still need to ask Priya to review the schema change once this merges."),
+        user("We still need to ask Tomasz to review the schema change once this merges."),
+        user("Go."),
+    ]
+    actions = section(summarize(items), "Open actions")
+    assert "Priya" in actions and "Tomasz" in actions
+
+
+def test_a_markdown_file_under_docs_is_a_file_not_a_branch() -> None:
+    text = summarize(
+        [user("Update docs/runbooks/billing.md on branch docs/new-layout."), user("Go.")]
+    )
+    entities = section(text, "Entities")
+    assert "- files: docs/runbooks/billing.md" in entities
+    assert "- branches: docs/new-layout" in entities
+
+
+def test_ids_and_branches_outlive_file_names_when_the_budget_is_tight() -> None:
+    items = [user("Ticket PAY-123 is on branch feature/rate-limit-7.")]
+    items += [assistant(f"Looked at src/app/module_{n}.py.") for n in range(30)]
+    items.append(user("Go."))
+    floor = (
+        "## Entities\n- ids: PAY-123\n- branches: feature/rate-limit-7\n\n## Latest request\nGo."
+    )
+    budget = ESTIMATOR.count_text(floor) + 40  # room for a few file names, not thirty
+    text = summarize(items, max_tokens=budget)
+    assert ESTIMATOR.count_text(text) <= budget
+    assert "PAY-123" in text and "feature/rate-limit-7" in text
+    assert "src/app/module_0.py" not in text  # the oldest file name went first
+
+
 def test_keep_keys_are_pinned_verbatim(coding_session: Items) -> None:
     text = summarize(coding_session, keep=("Owner: Ana  Souza", "Budget 40h"))
     assert text.startswith("## Pinned facts\n- Owner: Ana Souza\n- Budget 40h\n\n## Goals")
