@@ -176,7 +176,10 @@ class CompactManager:
     async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
         """Append with write-time truncation (originals archived in the same transaction)."""
         stored, originals = self.truncate_outputs(items)
-        return await self.store.append(session_id, stored, originals=originals)
+        seqs = await self.store.append(session_id, stored, originals=originals)
+        if originals:  # the running agent still holds the full outputs: rebuild its inputs
+            mark_compacted(session_id, id(self.store))
+        return seqs
 
     # ------------------------------------------------ the seed's list-based API
 

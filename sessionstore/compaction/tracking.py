@@ -47,7 +47,8 @@ def track_save(session_id: str, store_id: int, count: int) -> None:
 
 
 def mark_compacted(session_id: str, store_id: int) -> None:
-    """The stored context was compacted: later inputs must be rebuilt from the store."""
+    """The stored context no longer matches the run's own copy (compacted, or tool outputs
+    truncated at write time): later model inputs must be rebuilt from the store."""
     run = current_run(session_id, store_id)
     if run is not None:
         run.compacted = True
