@@ -218,6 +218,8 @@ events: Final = sa.Table(
 
 # Exactly which rows an archive holds, so retention can purge a row's plaintext
 # only once a copy of it is archived (an archive's seq range may span kept rows).
+# A membership goes with its row: a deleted session's id can be reused without its
+# stale memberships blocking (or, worse, purging) the new session's rows.
 archive_members: Final = sa.Table(
     "archive_members",
     metadata,
@@ -228,6 +230,9 @@ archive_members: Final = sa.Table(
         sa.BigInteger,
         sa.ForeignKey("archives.id", ondelete="CASCADE"),
         nullable=False,
+    ),
+    sa.ForeignKeyConstraint(
+        ["session_id", "seq"], ["messages.session_id", "messages.seq"], ondelete="CASCADE"
     ),
     sa.Index(None, "archive_id"),
 )

@@ -742,7 +742,11 @@ class SessionStore:
         await self.database.write(_tx_clear, session_id)
 
     async def delete_session(self, session_id: str) -> bool:
-        """Physically delete a session, its rows, archives and events (admin/retention only)."""
+        """Physically delete a session, its rows and events (admin/retention only).
+
+        Its archives stay (retention's delete_archives removes them); their memberships go
+        with the rows, so the id can be reused.
+        """
         _check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.write(_tx_delete, session_id)
