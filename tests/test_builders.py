@@ -30,8 +30,8 @@ from sessionstore.config import ConfigError, SessionStoreConfig
 from sessionstore.exporters.bus import EventBus
 from sessionstore.redaction import Redactor
 from sessionstore.schema import events
-from tests.exporters.servers import AriadneIngest, OtlpReceiver, serve
 from tests.support.histories import coding_session
+from tests.support.servers import AriadneIngest, OtlpReceiver, serve
 
 KEY = "k1:" + base64.b64encode(bytes(range(32))).decode("ascii")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sessionstore.demo import PROMPTS, run_demo, run_long_session
+from sessionstore.compaction import CompactPolicy
+from sessionstore.demo import PROMPTS, LongSessionReport, run_demo, run_long_session
 
 
 async def test_demo_reloads_the_identical_context_after_restart(db_url: str) -> None:
@@ -25,13 +26,28 @@ async def test_running_the_demo_twice_starts_fresh_but_keeps_history(db_url: str
     assert second.tool_calls == [("get_weather", 4)]
 
 
-async def test_long_session_goes_through_three_windows_without_overflow(db_url: str) -> None:
-    report = await run_long_session(db_url, window=8_000, factor=3)
-    assert report.traffic_tokens >= 3 * 8_000
-    assert report.largest_model_input <= 8_000
+def assert_long_session_stayed_in_budget(report: LongSessionReport, window: int) -> None:
+    """Spec 002's synthetic long session: several rounds, nothing ever over the budget."""
+    budget = CompactPolicy().budget(window)  # the demo's manager runs the default policy
+    assert report.traffic_tokens >= 3 * window
+    assert report.largest_model_input <= budget  # every model input, tool loops included
+    assert report.final_context_tokens <= budget
     assert len(report.compactions) >= 3
     assert all(row.tokens_after < row.tokens_before for row in report.compactions)
+    assert all(row.tokens_after <= budget for row in report.compactions)
     assert [row.version for row in report.compactions] == list(
         range(1, len(report.compactions) + 1)
     )
     assert report.summary_preview.startswith(f"<COMPACT-SUMMARY v{len(report.compactions)}>")
+
+
+async def test_long_session_goes_through_three_windows_without_overflow(db_url: str) -> None:
+    report = await run_long_session(db_url, window=8_000, factor=3)
+    assert_long_session_stayed_in_budget(report, 8_000)
+
+
+async def test_384k_tokens_through_a_128k_window(sqlite_url: str) -> None:
+    """The seed's numbers exactly: 3 x 128k pushed through one session (about a minute)."""
+    report = await run_long_session(sqlite_url, window=128_000, factor=3)
+    assert report.traffic_tokens >= 384_000
+    assert_long_session_stayed_in_budget(report, 128_000)

@@ -1,25 +1,53 @@
-"""Examples run offline in CI exactly as a user would run them."""
+"""Examples run offline in CI exactly as a user would run them (subprocesses, a fresh cwd)."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from sessionstore import SessionStore
+from sessionstore.items import text_of
+from sessionstore.schema import compactions
+from tests.support.invariants import assert_session_invariants
+from tests.support.openai_server import OpenAIServer
+from tests.support.servers import AriadneIngest, serve
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+def _run(
+    script: str, cwd: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run an example offline (no OPENAI_API_KEY unless `env` sets one)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ARIADNE_URL")}
     return subprocess.run(
-        [sys.executable, str(EXAMPLES / script)],
+        [sys.executable, str(EXAMPLES / script), *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=env,
+        env={**base, **(env or {})},
         timeout=120,
     )
+
+
+def _sections(stdout: str) -> dict[str, list[str]]:
+    """The example's output as {question line: its indented answer lines}."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in stdout.splitlines():
+        if line.startswith(" "):
+            current.append(line.strip())
+        else:
+            current = sections.setdefault(line, [])
+    return sections
 
 
 def test_quickstart_remembers_across_turns(tmp_path: Path) -> None:
@@ -38,3 +66,194 @@ def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     turns, compactions = result.stdout.split()[0], result.stdout.split()[2]
     assert turns == "12" and int(compactions) >= 1
+
+
+# ------------------------------------------------------------------ coding_session.py
+
+CODING = "coding-demo"
+COMPACTION_SPANS = frozenset(
+    {
+        "compact",
+        "compact.trigger_decision",
+        "compact.pruned_messages",
+        "compact.policy_applied",
+        "compact.archival",
+    }
+)
+
+
+async def _check_coding_session(url: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Check the session's invariants; return its protected items and the test-run outputs."""
+    async with SessionStore(url) as store:
+        history = [row for row in await store.history(CODING) if row.kind == "item" and row.item]
+        protected = [
+            row.item
+            for row in history
+            if row.item and (row.role == "developer" or row.tool_name == "remember")
+        ]
+        await assert_session_invariants(store, CODING, protected=protected)
+        context = [text_of(item) for item in await store.load_context(CODING)]
+    assert sum(text.startswith("<COMPACT-SUMMARY") for text in context) == 1
+    test_runs = [
+        text_of(row.item)
+        for row in history
+        if row.item and row.tool_name == "run_tests" and row.item_type == "function_call_output"
+    ]
+    return protected, test_runs
+
+
+async def test_coding_session_traces_compactions_to_ariadne_and_keeps_protected_memory(
+    tmp_path: Path,
+) -> None:
+    with serve(AriadneIngest) as ariadne:
+        result = _run("coding_session.py", tmp_path, env={"ARIADNE_URL": ariadne.url})
+    assert result.returncode == 0, result.stderr
+    found = re.search(r"^9 turns, (\d+) compactions, (\d+) of 2500 tokens", result.stdout, re.M)
+    assert found is not None, result.stdout
+    rounds = int(found[1])
+    assert rounds >= 2 and int(found[2]) <= 2500
+    assert "project rules kept: yes" in result.stdout
+    assert "remembered facts kept: 2" in result.stdout
+
+    assert ariadne.rejected == []  # every body passed the Ariadne schema
+    batch = [item for body in ariadne.accepted for item in body["batch"]]
+    traces: dict[str, set[str]] = {}
+    for span in (item for item in batch if item["type"] == "span"):
+        traces.setdefault(span["trace_id"], set()).add(span["name"])
+    compacted = [names for names in traces.values() if "compact.summary_created" in names]
+    assert len(compacted) == rounds  # one trace per compaction, all its events as spans
+    assert all(names >= COMPACTION_SPANS for names in compacted)
+    assert {item["group_id"] for item in batch if item["type"] == "trace"} == {CODING}
+
+    protected, test_runs = await _check_coding_session(
+        f"sqlite:///{tmp_path / 'coding_session.db'}"
+    )
+    assert len(protected) == 1 + 2 * 2  # the rules, two remember calls and their outputs
+    # The tools worked on a real repository: the bug failed a test, the fix made it pass.
+    assert len(test_runs) == 3 and "FAILED (failures=1)" in test_runs[0]
+    assert test_runs[2].endswith("OK") and "Ran 4 tests" in test_runs[2]
+
+
+def _answers_and_summaries(body: Mapping[str, Any]) -> str:
+    """The fake model: long answers (so compaction happens), short summaries."""
+    if "messages" in body:  # the summarizer uses Chat Completions
+        return "Goal: fix the login rate limiter. Constraint: mask client IPs."
+    return "I looked into it carefully. " + "Details of the analysis follow. " * 40
+
+
+async def test_coding_session_uses_a_real_model_and_summarizer_with_a_key(
+    tmp_path: Path,
+) -> None:
+    with OpenAIServer(default=_answers_and_summaries) as server:
+        env = {
+            "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        }
+        result = _run("coding_session.py", tmp_path, env=env)
+        requests = server.requests
+    assert result.returncode == 0, result.stderr
+    agent_calls = [r for r in requests if r.path == "/v1/responses"]
+    summaries = [r for r in requests if r.path == "/v1/chat/completions"]
+    assert len(agent_calls) >= 9 and agent_calls[0].body["model"] == "gpt-4o-mini"
+    assert summaries and summaries[0].body["temperature"] == 0
+    url = f"sqlite:///{tmp_path / 'coding_session.db'}"
+    async with SessionStore(url) as store, store.engine.connect() as conn:
+        query = sa.select(compactions.c.summarizer, compactions.c.status)
+        rows = (await conn.execute(query)).all()
+    assert rows and set(rows) == {("openai:gpt-4o-mini", "summarized")}
+
+
+# ------------------------------------------------------------------ long_research.py
+
+ROUND = re.compile(r"^round v(\d+) after question (\d+): (\d+) -> (\d+) tokens \((\d+)% saved\)$")
+
+
+async def test_long_research_reports_every_round(tmp_path: Path) -> None:
+    result = _run("long_research.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    rounds = [match for line in lines if (match := ROUND.match(line))]
+    assert len(rounds) >= 2
+    assert [int(match[1]) for match in rounds] == list(range(1, len(rounds) + 1))
+    assert all(int(match[4]) < int(match[3]) for match in rounds)
+    questions = [int(match[2]) for match in rounds]
+    assert questions == sorted(questions) and questions[-1] <= 14
+    summary = re.search(
+        r"^14 questions, (\d+) compaction rounds, (\d+) of 6000 tokens", result.stdout, re.M
+    )
+    assert summary is not None and int(summary[1]) == len(rounds) and int(summary[2]) < 6000
+
+    rows = lines[lines.index(f"round v{len(rounds)}, row by row:") + 1 :]
+    fates = Counter(line.split()[2] for line in rows)
+    assert {"pinned", "summarized", "prior"} <= set(fates)  # "prior summary" splits in two
+    assert all(line.startswith(("  = ", "  - ")) for line in rows)
+    assert all(line.startswith("  - ") for line in rows if "summarized" in line)
+
+    async with SessionStore(f"sqlite:///{tmp_path / 'long_research.db'}") as store:
+        history = await store.history("research")
+        findings = [
+            row.item
+            for row in history
+            if row.kind == "item" and row.tool_name == "note_finding" and row.item
+        ]
+        await assert_session_invariants(store, "research", protected=findings)
+    assert len(findings) == 2 * 14  # every finding (call and output) is still in context
+
+
+# ------------------------------------------------------------------ sql_queries.py
+
+
+async def _expected_answers(url: str) -> dict[str, list[str]]:
+    """The example's answers, derived through the store's Python API instead of its SQL."""
+    async with SessionStore(url) as store:
+        sessions = await store.list_sessions()
+        tools: Counter[str] = Counter()
+        mentions: list[str] = []
+        for info in sessions:
+            history = [row for row in await store.history(info.session_id) if row.kind == "item"]
+            tools.update(
+                row.tool_name
+                for row in history
+                if row.item_type == "function_call" and row.tool_name
+            )
+            for index, row in enumerate(history):
+                if row.role == "user" and row.item and "postgres 16" in text_of(row.item).lower():
+                    answer = next(r for r in history[index:] if r.role == "assistant")
+                    assert answer.item is not None
+                    mentions.append(f"{info.session_id} seq {row.seq}: {text_of(row.item)}")
+                    mentions.append(f"answered: {text_of(answer.item)}")
+        async with store.engine.connect() as conn:
+            rounds = (await conn.execute(sa.select(compactions))).all()
+    saved: dict[str, list[int]] = {}
+    for compaction in rounds:
+        cut = compaction.tokens_before - compaction.tokens_after
+        saved.setdefault(compaction.session_id, []).append(cut)
+    by_saving = sorted(saved.items(), key=lambda pair: -sum(pair[1]))
+    return {
+        "Which tools were called most?": [
+            f"{tool:<12} {calls}"
+            for tool, calls in sorted(tools.items(), key=lambda pair: (-pair[1], pair[0]))
+        ],
+        "How many tokens did compaction save per session?": [
+            f"{session:<14} {sum(cuts)} tokens saved in {len(cuts)} compaction(s)"
+            for session, cuts in by_saving
+        ],
+        "Which sessions compacted in the last day?": [
+            ", ".join(sorted(info.session_id for info in sessions if info.compaction_count))
+        ],
+        "Where did a user mention 'Postgres 16'?": mentions,
+    }
+
+
+async def test_sql_queries_answer_from_history_on_both_backends(
+    db_url: str, tmp_path: Path
+) -> None:
+    first = _run("sql_queries.py", tmp_path, db_url)
+    assert first.returncode == 0, first.stderr
+    answers = _sections(first.stdout)
+    assert answers == await _expected_answers(db_url)
+    assert answers["Which sessions compacted in the last day?"] == ["bob-billing, carol-deploy"]
+    assert answers["Which tools were called most?"][0].split() == ["read_file", "8"]
+    again = _run("sql_queries.py", tmp_path, env={"SESSIONSTORE_URL": db_url})
+    assert again.stdout == first.stdout  # the history is stored once; the answers are stable

@@ -15,7 +15,7 @@ from sessionstore.events import Event
 from sessionstore.exporters import CallbackExporter, EventBus
 from sessionstore.exporters.ariadne import AriadneExporter, payload
 from tests.exporters.events import MODEL, SESSION, compaction, trigger_decision
-from tests.exporters.servers import AriadneIngest, Recorder, Sleeper, dead_url, serve
+from tests.support.servers import AriadneIngest, Recorder, Sleeper, dead_url, serve
 
 
 @pytest.fixture
