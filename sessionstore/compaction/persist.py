@@ -253,4 +253,3 @@ def _summary_row(
         "archive_id": None,
         "payload": encode_payload(item, 0),
     }
-
