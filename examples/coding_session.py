@@ -33,13 +33,12 @@ from agents import (
     RunContextWrapper,
     Runner,
     function_tool,
-    set_tracing_disabled,
 )
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.testing import assistant_message, function_call
+from online_or_offline import agent_model, summarizer
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy, Summarizer
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
+from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.exporters import ConsoleExporter, EventBus, Exporter
 from sessionstore.exporters.ariadne import AriadneExporter
 from sessionstore.items import text_of
@@ -304,25 +303,6 @@ def _script() -> list[list[Any]]:
 # ----------------------------------------------------------------- wiring
 
 
-def _online() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY"))
-
-
-def _model() -> Any:
-    if _online():
-        return os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
-    set_tracing_disabled(True)  # no key: nowhere to send SDK traces
-    return ScriptedModel(_script())
-
-
-def _summarizer() -> Summarizer | None:
-    """The OpenAI-compatible summarizer online; None means the offline extractive one."""
-    if not _online():
-        return None
-    model = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
-    return OpenAISummarizer(model, base_url=os.environ.get("OPENAI_BASE_URL"))
-
-
 def _exporter() -> Exporter:
     url = os.environ.get("ARIADNE_URL")
     return AriadneExporter(url) if url else ConsoleExporter()
@@ -344,7 +324,7 @@ async def main() -> None:
             max_context_tokens=WINDOW,
             policy=policy,
             storage=store,
-            summarizer=_summarizer(),
+            summarizer=summarizer(),
             record_idle_decisions=False,  # events only for calls that compact
         )
         manager = CompactManager(config)
@@ -355,7 +335,7 @@ async def main() -> None:
         agent = Agent[Workspace](
             name="coder",
             instructions="You are a careful coding assistant. Use the tools.",
-            model=_model(),
+            model=agent_model(_script),
             tools=[read_file, grep, write_file, run_tests, remember],
         )
         run_config = RunConfig(call_model_input_filter=manager.model_input_filter)

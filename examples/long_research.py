@@ -20,12 +20,12 @@ model), a real model researches and summarizes instead.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from typing import Any
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents import Agent, Runner, function_tool
+from agents.testing import assistant_message, function_call
+from online_or_offline import agent_model, summarizer
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore.compaction import (
@@ -33,9 +33,7 @@ from sessionstore.compaction import (
     CompactionOutcome,
     CompactManager,
     CompactPolicy,
-    Summarizer,
 )
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
 from sessionstore.compaction.report import diff_lines
 
 SESSION = "research"
@@ -133,25 +131,6 @@ def _script() -> list[list[Any]]:
     return steps
 
 
-def _online() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY"))
-
-
-def _model() -> Any:
-    if _online():
-        return os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
-    set_tracing_disabled(True)  # no key: nowhere to send SDK traces
-    return ScriptedModel(_script())
-
-
-def _summarizer() -> Summarizer | None:
-    """The OpenAI-compatible summarizer online; None means the offline extractive one."""
-    if not _online():
-        return None
-    model = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
-    return OpenAISummarizer(model, base_url=os.environ.get("OPENAI_BASE_URL"))
-
-
 async def main() -> None:
     store = SessionStore("sqlite:///long_research.db")
     policy = CompactPolicy(
@@ -165,7 +144,7 @@ async def main() -> None:
     )
     manager = CompactManager(
         CompactConfig(
-            max_context_tokens=WINDOW, policy=policy, storage=store, summarizer=_summarizer()
+            max_context_tokens=WINDOW, policy=policy, storage=store, summarizer=summarizer()
         )
     )
     session = SQLSession(SESSION, store)
@@ -173,7 +152,7 @@ async def main() -> None:
     agent = Agent(
         name="researcher",
         instructions="Answer each research question from the papers; note every finding.",
-        model=_model(),
+        model=agent_model(_script),
         tools=[search, read_paper, note_finding],
     )
     rounds: list[CompactionOutcome] = []

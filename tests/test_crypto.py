@@ -11,7 +11,7 @@ import json
 import os
 import socket
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,6 @@ import pytest
 from botocore.config import Config
 from hypothesis import given
 from hypothesis import strategies as st
-from moto.server import ThreadedMotoServer
 
 from sessionstore.crypto import (
     ENVELOPE_V1,
@@ -496,15 +495,6 @@ def test_no_secret_or_plaintext_in_any_message_or_repr(tmp_path: Path) -> None:
 # --- AWS KMS, against a real moto server ---------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kms_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 def kms_client(endpoint: str) -> KMSClient:
     # Dummy credentials for the local moto server only; real code injects a configured client.
     return boto3.client(
@@ -518,8 +508,8 @@ def kms_client(endpoint: str) -> KMSClient:
 
 
 @pytest.fixture
-def kms(kms_endpoint: str) -> KMSClient:
-    return kms_client(kms_endpoint)
+def kms(aws_endpoint: str) -> KMSClient:
+    return kms_client(aws_endpoint)
 
 
 def kms_key(kms: KMSClient) -> AwsKmsKey:
