@@ -194,6 +194,18 @@ class SQLiteDatabase:
             self._writer_conn = None
         self._writer_engine.dispose()
 
+    def _read_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        with self.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            return fn(raw, *args)
+
+    async def read_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
+        """Run `fn(sqlite3_connection, *args)` on a pooled reader (hot path: one statement)."""
+        loop = asyncio.get_running_loop()
+        job = partial(self._read_driver_sync, fn, args)
+        return await loop.run_in_executor(self._readers, job)
+
     def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         with self.engine.connect() as conn:
             conn = conn.execution_options(**{SQLITE_BEGIN: None})

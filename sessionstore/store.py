@@ -49,6 +49,7 @@ from .schema import (
 from .tokens import TokenEstimator, estimator_for_model
 
 _T = TypeVar("_T")
+_RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 DEFAULT_MODEL: Final = "gpt-4o"
 PUBLISHER_FLUSH_TIMEOUT_S: Final = 2.0  # the Ariadne timeout: a dead collector costs at most this
@@ -188,6 +189,17 @@ _PG_APPEND_SQL: Final = """
          AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, ord)
     RETURNING seq
 """
+# The active context in one driver-level statement (_CONTEXT_COLUMNS' shape): payloads come
+# back as JSON text and are parsed in one call, with no per-row work in between.
+_ACTIVE_SQL: Final = """
+    SELECT m.seq, m.kind, m.ref_seq, m.payload{cast}, m.payload_sealed
+    FROM messages m
+    WHERE m.session_id = {sid}
+      AND m.seq >= (SELECT s.context_start_seq FROM sessions s WHERE s.session_id = {sid})
+    ORDER BY m.seq
+"""
+_PG_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="::text", sid="$1")
+_SQLITE_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="", sid=":sid")
 # Calls answered by a later batch are recent: look in the active context only (a
 # range of the primary key), which keeps the lookup bounded without another index.
 _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
@@ -296,17 +308,21 @@ def _stored_row(row: AnyRow, payload: Any) -> StoredRow:
     )
 
 
+def _visible(rows: Sequence[_RowT]) -> list[_RowT]:
+    """Rows shaped like _CONTEXT_COLUMNS that are items, minus those a tombstone hides."""
+    hidden = {row[2] for row in rows if row[1] == KIND_TOMBSTONE}
+    return [row for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
+
+
 def _visible_payloads(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
 ) -> list[Any]:
-    """Payloads of the visible rows, minus those a tombstone in the same range hides."""
-    hidden = {row.ref_seq for row in rows if row.kind == KIND_TOMBSTONE}
+    """Payloads of the visible rows (unsealed as needed)."""
     return [
         row.payload
         if row.payload_sealed is None
         else keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed)
-        for row in rows
-        if row.kind in VISIBLE_KINDS and row.seq not in hidden
+        for row in _visible(rows)
     ]
 
 
@@ -530,6 +546,11 @@ def _tx_delete(conn: Connection, session_id: str) -> bool:
 
 def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
+
+
+def _driver_active_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = conn.execute(_SQLITE_ACTIVE_SQL, {"sid": session_id}).fetchall()
+    return rows
 
 
 def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
@@ -782,6 +803,13 @@ class SessionStore:
             return []
         if limit is not None and limit > 0:
             return await self.database.read(_read_tail, session_id, limit, self.session_keys)
+        records: Sequence[Sequence[Any]]
+        if isinstance(self.database, PostgresDatabase):
+            records = await self.database.fetch_statement(_PG_ACTIVE_SQL, session_id)
+        else:
+            records = await self.database.read_driver(_driver_active_rows, session_id)
+        if not any(record[4] is not None for record in records):  # sealed: needs the keys
+            return decode_payloads([record[3] for record in _visible(records)])
         return await self.database.read(_read_active, session_id, self.session_keys)
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:
