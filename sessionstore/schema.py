@@ -115,7 +115,7 @@ messages: Final = sa.Table(
     sa.Column("archive_id", sa.BigInteger, nullable=True),
     # NULL for tombstones/clear markers, and after retention purges compacted plaintext.
     sa.Column("payload", JSONText, nullable=True),
-    # With payload encryption (0003): nonce + AES-GCM ciphertext of the JSON; payload is NULL.
+    # With payload encryption (0002): nonce + AES-GCM ciphertext of the JSON; payload is NULL.
     sa.Column("payload_sealed", sa.LargeBinary, nullable=True),
     _created_at(),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
