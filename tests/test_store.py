@@ -301,20 +301,26 @@ async def test_delete_session_removes_rows_and_events(store: SessionStore) -> No
     assert await store.load_context("s2") == [USER]
 
 
+async def members(store: SessionStore) -> int:
+    count = await scalar(store, "SELECT count(*) FROM archive_members")
+    assert isinstance(count, int)
+    return count
+
+
 async def test_a_deleted_compacted_session_id_can_be_reused(store: SessionStore) -> None:
     manager = CompactManager(
         CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=1))
     )
     await manager.append("s1", coding_session(8))
     assert (await manager.compact("s1")).compacted
-    assert await scalar(store, "SELECT count(*) FROM archive_members") > 0
+    assert await members(store) > 0
     assert await store.delete_session("s1") is True
     # Memberships went with their rows; the archive itself stays for retention to decide.
-    assert await scalar(store, "SELECT count(*) FROM archive_members") == 0
+    assert await members(store) == 0
     assert await scalar(store, "SELECT count(*) FROM archives WHERE session_id = 's1'") == 1
     await manager.append("s1", coding_session(8, seed=1))
     assert (await manager.compact("s1")).compacted  # no stale membership in the way
-    assert await scalar(store, "SELECT count(*) FROM archive_members") > 0
+    assert await members(store) > 0
 
 
 async def test_list_sessions_reports_bookkeeping(store: SessionStore) -> None:
