@@ -15,6 +15,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore.compaction import CompactConfig, CompactManager
+from sessionstore.exporters import ConsoleExporter, EventBus
 
 
 def _model(turns: int) -> Any:
@@ -26,7 +27,8 @@ def _model(turns: int) -> Any:
 
 async def main(turns: int = 12) -> None:
     # --- enablement: these lines are all it takes ------------------------------
-    store = SessionStore("sqlite:///minimal.db")
+    events = EventBus([ConsoleExporter()])  # every compaction decision, on stderr
+    store = SessionStore("sqlite:///minimal.db", publisher=events)
     manager = CompactManager(CompactConfig(max_context_tokens=3_000, storage=store))
     session = SQLSession("user-42", manager=manager)
     run_config = RunConfig(call_model_input_filter=manager.model_input_filter)
@@ -38,7 +40,7 @@ async def main(turns: int = 12) -> None:
     info = await store.session_info("user-42")
     assert info is not None
     print(f"{turns} turns, {info.compaction_count} compactions, {info.context_tokens} tokens now")
-    await store.close()
+    await store.close()  # flushes the console exporter
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     turns, compactions = result.stdout.split()[0], result.stdout.split()[2]
     assert turns == "12" and int(compactions) >= 1
+    # The console exporter showed the decisions as they were made.
+    assert "compact.trigger_decision" in result.stderr
+    assert "compact.summary_created" in result.stderr
 
 
 # ------------------------------------------------------------------ coding_session.py
