@@ -34,12 +34,13 @@ from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
 from sessionstore.compaction.normalize import normalize
-from sessionstore.compaction.partition import build_units, fit, visible_rows
+from sessionstore.compaction.partition import build_units, fit
 from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.service import CompactConfig, CompactManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
 from sessionstore.compaction.tracking import track_load
 from sessionstore.crypto import Keyring, LocalKey
+from sessionstore.store import visible_rows
 
 WORDS = [
     "deploy",

@@ -314,6 +314,12 @@ def _visible(rows: Sequence[_RowT]) -> list[_RowT]:
     return [row for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
 
 
+def visible_rows(rows: Iterable[StoredRow]) -> list[StoredRow]:
+    """The rows a model would see: visible kinds, minus those a tombstone hides."""
+    shaped = [(row.seq, row.kind, row.ref_seq, row) for row in rows]
+    return [entry[3] for entry in _visible(shaped)]
+
+
 def _visible_payloads(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
 ) -> list[Any]:

@@ -10,7 +10,7 @@ budget (newest first, the last one truncated), and the remainder to summarize.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -60,13 +60,6 @@ class Unit:
 def _item(row: StoredRow) -> dict[str, Any]:
     assert row.item is not None, f"visible row {row.seq} has no payload"
     return row.item
-
-
-def visible_rows(rows: Iterable[StoredRow]) -> list[StoredRow]:
-    """The rows a model would see: visible kinds, minus those a tombstone hides."""
-    listed = list(rows)
-    hidden = {row.ref_seq for row in listed if row.kind == "tombstone"}
-    return [row for row in listed if row.visible and row.seq not in hidden]
 
 
 def _is_protected(rows: Sequence[StoredRow], policy: CompactPolicy) -> bool:

@@ -34,8 +34,7 @@ from ..schema import (
     sessions,
 )
 from ..schema import messages as messages_table
-from ..store import AnyRow, StoredRow, lock_session, rows_after, seal_row
-from .partition import visible_rows
+from ..store import AnyRow, StoredRow, lock_session, rows_after, seal_row, visible_rows
 
 SUMMARY_PREFIX: Final = "<COMPACT-SUMMARY v{version}>"
 

@@ -21,12 +21,12 @@ from agents.tracing import custom_span, get_current_trace
 from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
 from ..items import text_of
-from ..store import SessionStore, StoredRow
+from ..store import SessionStore, StoredRow, visible_rows
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
 from .message import as_item
-from .partition import Partition, Unit, build_units, fit, visible_rows
+from .partition import Partition, Unit, build_units, fit
 from .persist import (
     SUMMARY_PREFIX,
     CompactionResult,
