@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..items import text_of
 from ..redaction import Redactor, redaction_disabled_event
-from ..store import SessionInfo, SessionStore, StoredRow
+from ..store import SessionInfo, SessionStore, StoredRow, visible_rows
 from .common import EXIT_FAILED, ConfigOption, UrlOption, console, err_console, open_store
 
 sessions_app = typer.Typer(help="List, show and export sessions.")
@@ -159,13 +159,8 @@ def export(
         lines = [
             json.dumps(_row_dict(row, redactor), default=str, ensure_ascii=False) for row in rows
         ]
-    else:
-
-        async def context() -> list[dict[str, Any]]:
-            async with open_store(url, config) as store:
-                return await store.load_context(session_id)
-
-        items = asyncio.run(context())
+    else:  # the active context's rows already hold what load_context would return
+        items = [row.item for row in visible_rows(rows)]
         lines = [json.dumps(redactor.value(item), ensure_ascii=False) for item in items]
     text = "".join(line + "\n" for line in lines)
     if output is None:

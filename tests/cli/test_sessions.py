@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sessionstore import SessionStore
 from tests.cli.conftest import EXTRA_PATTERN, SECRET, assert_refused, db_state, run
 
 
@@ -96,3 +99,17 @@ def test_url_beats_the_config_files_database(
     assert result.exit_code == 0, result.output
     assert {row["session_id"] for row in json.loads(result.output)} == {"work", "other"}
     assert not elsewhere.exists()
+
+
+def test_export_is_exactly_the_context_the_model_sees(seeded: str) -> None:
+    async def pop_then_load() -> list[dict[str, Any]]:
+        async with SessionStore(seeded) as store:
+            await store.append("work", [{"role": "user", "content": "a typo"}])
+            await store.pop("work")  # a tombstone: the popped item must not be exported
+            return await store.load_context("work")
+
+    expected = asyncio.run(pop_then_load())
+    exported = run("sessions", "export", "work", "--url", seeded, "--no-redact")
+    assert exported.exit_code == 0, exported.output
+    lines = [json.loads(line) for line in exported.stdout.splitlines() if line.startswith("{")]
+    assert lines == expected
