@@ -809,13 +809,14 @@ class SessionStore:
             return []
         if limit is not None and limit > 0:
             return await self.database.read(_read_tail, session_id, limit, self.session_keys)
-        records: Sequence[Sequence[Any]]
-        if isinstance(self.database, PostgresDatabase):
-            records = await self.database.fetch_statement(_PG_ACTIVE_SQL, session_id)
-        else:
-            records = await self.database.read_driver(_driver_active_rows, session_id)
-        if not any(record[4] is not None for record in records):  # sealed: needs the keys
-            return decode_payloads([record[3] for record in _visible(records)])
+        if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
+            records: Sequence[Sequence[Any]]
+            if isinstance(self.database, PostgresDatabase):
+                records = await self.database.fetch_statement(_PG_ACTIVE_SQL, session_id)
+            else:
+                records = await self.database.read_driver(_driver_active_rows, session_id)
+            if not any(record[4] is not None for record in records):  # older sealed rows?
+                return decode_payloads([record[3] for record in _visible(records)])
         return await self.database.read(_read_active, session_id, self.session_keys)
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:
