@@ -121,7 +121,8 @@ class TelemetrySettings(BaseModel):
                     {"name": exporter},
                 )
             return None
-        if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise PydanticCustomError(
                 "http_url",
                 "must be an http(s) URL such as http://127.0.0.1:4318 (got {got})",
