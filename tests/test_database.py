@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Awaitable
+
+import asyncpg
 import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore, UnsupportedURLError
-from sessionstore.database import DEFAULT_URL, URL_ENV, resolve_url
+from sessionstore.database import DEFAULT_URL, URL_ENV, SQLiteDatabase, resolve_url
 
 
 @pytest.mark.parametrize(
@@ -76,3 +84,116 @@ async def test_connection_refused_is_reported_not_swallowed() -> None:
     with pytest.raises((OSError, sa.exc.OperationalError)):
         await store.load_context("s")
     await store.close()
+
+
+# ------------------------------------------------------------------ cancellation
+
+
+@contextlib.asynccontextmanager
+async def _write_lock_held(store: SessionStore, session_id: str) -> AsyncIterator[None]:
+    """Block appends to `session_id` from another connection until the block exits."""
+    url = store.database.url
+    if url.get_backend_name() == "sqlite":
+        other = sqlite3.connect(url.database or "", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        return
+    conn = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(False))
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", session_id
+            )
+            yield
+    finally:
+        await conn.close()
+
+
+async def _cancelled_midway(store: SessionStore, write: Awaitable[object]) -> asyncio.Task[object]:
+    """Start `write` while the lock is held, cancel it twice while it waits, then let it go."""
+    async with _write_lock_held(store, "s"):
+        task = asyncio.ensure_future(write)
+        await asyncio.sleep(0.2)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        assert not task.done(), "the caller was released before its write finished"
+    return task
+
+
+async def test_a_cancelled_append_still_lands_whole_then_reports_the_cancellation(
+    store: SessionStore,
+) -> None:
+    await store.append("s", [{"role": "user", "content": "first"}])
+    items = [{"role": "user", "content": f"item {n}"} for n in range(3)]
+    task = await _cancelled_midway(store, store.append("s", items))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    context = await store.load_context("s")
+    assert context == [{"role": "user", "content": "first"}, *items]
+    info = await store.session_info("s")
+    assert info is not None and info.last_seq == 4
+
+
+async def test_a_cancelled_clear_still_lands(store: SessionStore) -> None:
+    await store.append("s", [{"role": "user", "content": "gone soon"}])
+    task = await _cancelled_midway(store, store.clear("s"))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await store.load_context("s") == []
+
+
+async def test_a_write_that_fails_after_its_caller_left_is_not_reported_as_unhandled(
+    sqlite_url: str,
+) -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    release = threading.Event()
+
+    def failing(_conn: sqlite3.Connection) -> None:
+        release.wait(5)
+        raise RuntimeError("boom")
+
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        await store.ensure_ready()
+        database = store.database
+        assert isinstance(database, SQLiteDatabase)
+        task = asyncio.ensure_future(database.write_driver(failing))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(RuntimeError, match="boom"):  # an awaited failure still surfaces
+            await database.write_driver(failing)
+    gc.collect()
+    await asyncio.sleep(0)
+    assert reported == []
+
+
+async def test_a_timeout_around_a_write_waits_for_it(sqlite_url: str) -> None:
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        await store.append("s", [{"role": "user", "content": "first"}])
+        released = asyncio.Event()
+
+        async def hold_lock_briefly() -> None:
+            async with _write_lock_held(store, "s"):
+                released.set()
+                await asyncio.sleep(0.3)
+
+        holder = asyncio.create_task(hold_lock_briefly())
+        await released.wait()
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):
+                await store.append("s", [{"role": "user", "content": "late"}])
+        # The timeout fired at 0.1 s, but the caller was only let go once the write ended.
+        assert asyncio.get_running_loop().time() - start >= 0.25
+        await holder
+        assert [item["content"] for item in await store.load_context("s")] == ["first", "late"]
