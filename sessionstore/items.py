@@ -42,6 +42,8 @@ def encode_payload(item: object, index: int) -> str:
             f"JSON-serializable: {exc}. Convert values such as datetimes, bytes, sets, NaN or "
             "pydantic models to JSON types before adding them; nothing was stored."
         ) from None
+    if text.isascii():  # O(1): CPython records it; most payloads need no UTF-8 check
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

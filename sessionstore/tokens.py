@@ -58,6 +58,9 @@ ENCODING_SHA256: Final[Mapping[EncodingName, str]] = {
 }
 
 _ENDOFTEXT: Final = "<|endoftext|>"
+# Strings up to this many characters have their counts cached (at most this many of them).
+_SHORT_TEXT: Final = 32
+_SHORT_CACHE_SIZE: Final = 4096
 _ENDOFPROMPT: Final = "<|endofprompt|>"
 
 # pat_str and special tokens must match tiktoken_ext/openai_public.py exactly, otherwise our
@@ -278,10 +281,22 @@ class TiktokenEstimator(_ItemCounter):
         self.encoding = encoding
         self.source = source
         self.name = f"tiktoken/{encoding.name}"  # no "token:" in it: redaction would eat it
+        self._short_counts: dict[str, int] = {}
 
     def count_text(self, text: str) -> int:
-        """Special-token strings in user text are ordinary text, so never raise on them."""
-        return len(self.encoding.encode_ordinary(text))
+        """Special-token strings in user text are ordinary text, so never raise on them.
+
+        Short strings (roles, tool names, call arguments like `{}`) recur on nearly
+        every item, so their counts are remembered; the cache is bounded.
+        """
+        if len(text) > _SHORT_TEXT:
+            return len(self.encoding.encode_ordinary(text))
+        count = self._short_counts.get(text)
+        if count is None:
+            if len(self._short_counts) >= _SHORT_CACHE_SIZE:
+                self._short_counts.clear()
+            count = self._short_counts[text] = len(self.encoding.encode_ordinary(text))
+        return count
 
 
 class HeuristicEstimator(_ItemCounter):

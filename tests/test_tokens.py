@@ -113,7 +113,22 @@ def test_special_token_strings_are_ordinary_text(name: EncodingName) -> None:
 @given(st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=300))
 def test_o200k_parity_property(text: str) -> None:
     encoding = load_encoding("o200k_base").encoding
-    assert encoding.encode_ordinary(text) == reference_ids("o200k_base", text)
+    expected = reference_ids("o200k_base", text)
+    assert encoding.encode_ordinary(text) == expected
+    # Counting again hits the short-string cache; it must give the same answer.
+    assert _SHARED.count_text(text) == _SHARED.count_text(text) == len(expected)
+
+
+_SHARED = TiktokenEstimator(load_encoding("o200k_base").encoding)
+
+
+def test_the_short_string_count_cache_stays_bounded(o200k: TiktokenEstimator) -> None:
+    for n in range(3 * tokens._SHORT_CACHE_SIZE):
+        assert o200k.count_text(f"tool_{n}") == len(o200k.encoding.encode_ordinary(f"tool_{n}"))
+    assert 0 < len(o200k._short_counts) <= tokens._SHORT_CACHE_SIZE
+    long_text = "x" * (tokens._SHORT_TEXT + 1)
+    o200k.count_text(long_text)
+    assert long_text not in o200k._short_counts
 
 
 # --- loading: offline, verification, fallback ----------------------------------------------
