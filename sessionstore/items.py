@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .errors import InvalidItemError
 
@@ -26,6 +26,11 @@ class ItemInfo:
     protected: bool
 
 
+# Built once: json.dumps with non-default options builds a new encoder on every call.
+_COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_COMPACT_ASCII_JSON: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def encode_payload(item: object, index: int) -> str:
     """Serialize one item to compact JSON, or explain precisely why it cannot be stored."""
     if not isinstance(item, Mapping):
@@ -35,7 +40,7 @@ def encode_payload(item: object, index: int) -> str:
             "objects with .model_dump(mode='json') or item.to_input_item() first."
         )
     try:
-        text = json.dumps(item, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _COMPACT_JSON.encode(item)
     except (TypeError, ValueError) as exc:
         raise InvalidItemError(
             f"item #{index} (type={item.get('type', item.get('role', '?'))!r}) is not "
@@ -48,7 +53,7 @@ def encode_payload(item: object, index: int) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates cannot be stored as UTF-8 text; escaping keeps the exact value.
-        text = json.dumps(item, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = _COMPACT_ASCII_JSON.encode(item)
     return text
 
 

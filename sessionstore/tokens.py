@@ -207,7 +207,10 @@ class _ItemCounter(ABC):
         return ITEM_OVERHEAD_TOKENS + body
 
     def _count_fields(self, obj: Mapping[str, Any], *keys: str) -> int:
-        return sum(self.count_text(_as_text(obj.get(key))) for key in keys)
+        total = 0  # a plain loop: this runs several times per item on the append path
+        for key in keys:
+            total += self.count_text(_as_text(obj.get(key)))
+        return total
 
     def _count_message(self, item: Mapping[str, Any]) -> int:
         total = ITEM_OVERHEAD_TOKENS + self._count_fields(item, "role")
