@@ -75,44 +75,37 @@ def is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-async def finish_despite_cancellation(work: Awaitable[_T]) -> _T:
-    """Await a write to the end even if the caller is cancelled, then re-raise.
+class _WriteOutcome(asyncio.Future[_T]):
+    """The outcome of a write, which a cancelled caller cannot cut short.
 
-    A write cut off half-way would leave the caller unsure whether it happened;
-    finishing it (one short transaction) keeps the outcome knowable. A Future
-    (an executor job) is awaited as is; a coroutine gets a Task.
-    """
-    job = asyncio.ensure_future(work)
-    cancelled = False
-    while not job.done():
-        try:
-            await asyncio.wait({job})
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        job.exception()  # retrieve it so it is not reported as unhandled
-        raise asyncio.CancelledError
-    return job.result()
-
-
-class _ThreadOutcome(asyncio.Future[_T]):
-    """The outcome of work running on a thread, which a cancelled caller cannot cut short.
-
+    A write cut off half-way would leave the caller unsure whether it happened.
     `cancel` refuses, so asyncio throws the caller's CancelledError into it only
-    once the work has finished: a write is never abandoned half-way with its
-    outcome unknown. Cheaper than waiting on the job under `asyncio.wait`, which
-    matters on the append hot path.
+    once the write has finished and its outcome is knowable. Cheaper than looping
+    on `asyncio.wait`, which matters on the append hot path.
     """
+
+    def __init__(self, work: Future[_T] | asyncio.Future[_T], loop: asyncio.AbstractEventLoop):
+        super().__init__(loop=loop)
+        self._work = work  # a task is otherwise only weakly referenced by the loop
 
     def cancel(self, msg: Any | None = None) -> bool:
         return False
 
 
+def finish_despite_cancellation(work: Awaitable[_T]) -> asyncio.Future[_T]:
+    """Await `work` (a coroutine gets a Task) to the end even if the caller is cancelled."""
+    job = asyncio.ensure_future(work)
+    outcome = _WriteOutcome(job, job.get_loop())
+    job.add_done_callback(partial(_settle, outcome))
+    return outcome
+
+
 def on_thread(executor: Executor, job: Callable[[], _T]) -> asyncio.Future[_T]:
-    """Run `job` on `executor`; await the result even through cancellation (see above)."""
+    """Run `job` on `executor`, awaited to the end even if the caller is cancelled."""
     loop = asyncio.get_running_loop()
-    outcome: _ThreadOutcome[_T] = _ThreadOutcome(loop=loop)
-    executor.submit(job).add_done_callback(partial(_hand_over, loop, outcome))
+    work = executor.submit(job)
+    outcome = _WriteOutcome(work, loop)
+    work.add_done_callback(partial(_hand_over, loop, outcome))
     return outcome
 
 
@@ -124,12 +117,14 @@ def _hand_over(
         loop.call_soon_threadsafe(_settle, outcome, done)
 
 
-def _settle(outcome: asyncio.Future[_T], done: Future[_T]) -> None:
-    error = done.exception()
-    if error is None:
+def _settle(outcome: asyncio.Future[_T], done: Future[_T] | asyncio.Future[_T]) -> None:
+    """Copy a finished write's outcome (retrieving any error, so none is reported unhandled)."""
+    if done.cancelled():  # the loop or the executor shut down under it
+        outcome.set_exception(asyncio.CancelledError())
+    elif (error := done.exception()) is not None:
+        outcome.set_exception(error)
+    else:
         outcome.set_result(done.result())
-        return
-    outcome.set_exception(error)
 
 
 class Database(Protocol):
