@@ -58,9 +58,6 @@ ENCODING_SHA256: Final[Mapping[EncodingName, str]] = {
 }
 
 _ENDOFTEXT: Final = "<|endoftext|>"
-# Strings up to this many characters have their counts cached (at most this many of them).
-_SHORT_TEXT: Final = 32
-_SHORT_CACHE_SIZE: Final = 4096
 _ENDOFPROMPT: Final = "<|endofprompt|>"
 
 # pat_str and special tokens must match tiktoken_ext/openai_public.py exactly, otherwise our
@@ -272,6 +269,11 @@ class _ItemCounter(ABC):
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
+
+
+# Strings up to this many characters have their counts cached (at most this many of them).
+_SHORT_TEXT: Final = 32
+_SHORT_CACHE_SIZE: Final = 4096
 
 
 class TiktokenEstimator(_ItemCounter):
