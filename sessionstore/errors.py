@@ -33,3 +33,7 @@ class SchemaTooNewError(SchemaError):
 
 class InvalidItemError(SessionStoreError, ValueError):
     """An item handed to the store cannot be stored as-is."""
+
+
+class StoreTimeoutError(SessionStoreError, TimeoutError):
+    """A bounded wait inside the store ran out; the message says what it waited for."""
