@@ -15,6 +15,7 @@ from .errors import (
     SchemaOutdatedError,
     SchemaTooNewError,
     SessionStoreError,
+    StoreTimeoutError,
     UnsupportedURLError,
 )
 from .store import SessionInfo, SessionStore, StoredRow
@@ -32,6 +33,7 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "SessionStoreError",
+    "StoreTimeoutError",
     "StoredRow",
     "UnsupportedURLError",
 ]

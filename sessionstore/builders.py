@@ -97,6 +97,7 @@ def build_store(
         model=config.model,
         create_tables=config.store.create_tables,
         sqlite_busy_timeout_ms=config.store.sqlite_busy_timeout_ms,
+        timeout_s=config.store.timeout_s,
         sqlite_synchronous=config.store.sqlite_synchronous,
         keyring=_keyring(config.keys, env),
         redactor=Redactor(

@@ -71,6 +71,7 @@ class StoreSettings(BaseModel):
     url: str | None = None  # None: the embedded SQLite file (or $SESSIONSTORE_URL via SessionStore)
     create_tables: bool | None = None  # None: True for SQLite, False for PostgreSQL
     sqlite_busy_timeout_ms: int = Field(5000, ge=0)
+    timeout_s: float = Field(60.0, gt=0)  # bounds every wait inside the store
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     encrypt_payloads: bool = False
     redact_archives: bool = False

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
@@ -21,11 +22,12 @@ import asyncpg
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from .errors import UnsupportedURLError
+from .errors import StoreTimeoutError, UnsupportedURLError
+from .loops import PerLoop
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 URL_ENV: Final = "SESSIONSTORE_URL"
@@ -34,6 +36,8 @@ URL_ENV: Final = "SESSIONSTORE_URL"
 # snapshot, None runs each statement on its own (single-statement reads).
 SQLITE_BEGIN: Final = "sqlite_begin"
 _SQLITE_READERS: Final = 4
+# Every wait inside the store (a pool checkout, a statement, a lock) ends by this default.
+DEFAULT_TIMEOUT_S: Final = 60.0
 
 _SQLITE_DRIVERS: Final = {"sqlite", "sqlite+aiosqlite", "sqlite+pysqlite"}
 _POSTGRES_DRIVERS: Final = {
@@ -163,7 +167,16 @@ class SQLiteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, url: URL, *, busy_timeout_ms: int, synchronous: str, **kwargs: Any):
+    def __init__(
+        self,
+        url: URL,
+        *,
+        busy_timeout_ms: int,
+        synchronous: str,
+        user_engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        **kwargs: Any,
+    ):
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError(
                 f"sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
@@ -187,7 +200,14 @@ class SQLiteDatabase:
             self._readers = ThreadPoolExecutor(
                 _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
             )
-        self._async_engine: AsyncEngine | None = None
+        self._busy_timeout_s = busy_timeout_ms / 1000
+        self._user_engine = user_engine
+        # aiosqlite engines (ad-hoc SQL) run their futures on the loop that opened them.
+        self._async_engines: PerLoop[AsyncEngine] = PerLoop(
+            lambda: create_async_engine(self.url.set(drivername="sqlite+aiosqlite")),
+            AsyncEngine.dispose,
+            lambda engine: engine.sync_engine.dispose(close=False),
+        )
 
     def _writer_connection(self) -> Connection:
         """The writer thread's one persistent connection (only ever touched on that thread)."""
@@ -199,14 +219,15 @@ class SQLiteDatabase:
 
     def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         conn = self._writer_connection()
-        with conn.begin():
+        with self._lock_wait_bounded(), conn.begin():
             return fn(conn, *args, **kw)
 
     def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
         conn = self._writer_connection()
         raw = conn.connection.driver_connection
         assert raw is not None and not conn.in_transaction()
-        raw.execute("BEGIN IMMEDIATE")
+        with self._lock_wait_bounded():
+            raw.execute("BEGIN IMMEDIATE")
         try:
             result = fn(raw, *args)
         except BaseException:
@@ -214,6 +235,21 @@ class SQLiteDatabase:
             raise
         raw.execute("COMMIT")
         return result
+
+    @contextlib.contextmanager
+    def _lock_wait_bounded(self) -> Iterator[None]:
+        """Say what a busy timeout waited for, instead of the driver's "database is locked"."""
+        try:
+            yield
+        except (sqlite3.OperationalError, DBAPIError) as error:
+            text = str(getattr(error, "orig", error))
+            if "locked" not in text and "busy" not in text:
+                raise
+            raise StoreTimeoutError(
+                f"waited {self._busy_timeout_s:g} s for the write lock on the SQLite file "
+                f"{self.url.database}: another process held it all that time "
+                "(raise sqlite_busy_timeout_ms to wait longer)"
+            ) from None
 
     async def write_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
         """Run `fn(sqlite3_connection, *args)` in one BEGIN IMMEDIATE transaction (hot path)."""
@@ -250,14 +286,14 @@ class SQLiteDatabase:
         return await loop.run_in_executor(self._readers, partial(self._read_sync, fn, args, kwargs))
 
     def async_engine(self) -> AsyncEngine:
-        if self._async_engine is None:
-            if self._memory:
-                raise ValueError(
-                    "an in-memory SQLite store has no second connection for ad-hoc SQL; "
-                    "use a file URL such as sqlite:///sessions.db"
-                )
-            self._async_engine = create_async_engine(self.url.set(drivername="sqlite+aiosqlite"))
-        return self._async_engine
+        if self._user_engine is not None:
+            return self._user_engine
+        if self._memory:
+            raise ValueError(
+                "an in-memory SQLite store has no second connection for ad-hoc SQL; "
+                "use a file URL such as sqlite:///sessions.db"
+            )
+        return self._async_engines.current()
 
     async def dispose(self) -> None:
         loop = asyncio.get_running_loop()
@@ -265,8 +301,53 @@ class SQLiteDatabase:
         await loop.run_in_executor(self._readers, self.engine.dispose)
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
-        if self._async_engine is not None:
-            await self._async_engine.dispose()
+        await self._async_engines.close_all()
+
+
+class _PostgresLoopState:
+    """What one event loop uses: asyncpg connections belong to the loop that opened them."""
+
+    def __init__(self, make_engine: Callable[[], AsyncEngine], dsn: str, timeout_s: float):
+        self.engine = make_engine()
+        # Single statements need no BEGIN/COMMIT round trips.
+        self.autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._dsn = dsn
+        self._timeout_s = timeout_s
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()  # used on this state's loop only
+
+    async def pool(self) -> asyncpg.Pool:
+        """The hot path's plain asyncpg pool, opened on first use."""
+        if self._pool is not None:
+            return self._pool
+        async with self._pool_lock:
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=10,
+                    timeout=self._timeout_s,
+                    command_timeout=self._timeout_s,
+                )
+            return self._pool
+
+    async def close(self) -> None:
+        """Close gracefully, within the timeout; what does not close in time is dropped."""
+        if self._pool is not None:
+            try:
+                await asyncio.wait_for(self._pool.close(), self._timeout_s)
+            except TimeoutError:
+                self._pool.terminate()
+            self._pool = None
+        await self.engine.dispose()
+
+    def abandon(self) -> None:
+        """Drop everything without awaiting: its loop closed without shutting us down."""
+        if self._pool is not None:
+            with contextlib.suppress(Exception):  # the transports may already be gone
+                self._pool.terminate()
+            self._pool = None
+        self.engine.sync_engine.dispose(close=False)
 
 
 class PostgresDatabase:
@@ -274,23 +355,50 @@ class PostgresDatabase:
 
     The append hot path skips SQLAlchemy's async adapter (which costs as much
     as the round trip itself) and runs one statement on a plain asyncpg pool.
+    Pools and engines are kept per event loop (`PerLoop`), so one store serves
+    every thread and loop of an application.
     """
 
     dialect = "postgresql"
 
-    def __init__(self, url: URL, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        url: URL,
+        *,
+        engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> None:
         self.url = url
-        self.engine = create_async_engine(url, **kwargs)
-        # Single statements need no BEGIN/COMMIT round trips.
-        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._pool: asyncpg.Pool | None = None
-        self._pool_lock = asyncio.Lock()
+        self._user_engine = engine
+        self._timeout_s = timeout_s
+        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        if engine is not None:
+            source = engine.sync_engine.pool  # the user's pool settings and connect arguments
+
+            def make_engine() -> AsyncEngine:
+                return create_async_engine(url, pool=source.recreate())
+
+        else:
+            kwargs.setdefault("pool_timeout", timeout_s)
+            connect_args = kwargs.setdefault("connect_args", {})
+            connect_args.setdefault("command_timeout", timeout_s)
+
+            def make_engine() -> AsyncEngine:
+                return create_async_engine(url, **kwargs)
+
+        self._loops: PerLoop[_PostgresLoopState] = PerLoop(
+            lambda: _PostgresLoopState(make_engine, dsn, timeout_s),
+            _PostgresLoopState.close,
+            _PostgresLoopState.abandon,
+        )
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        return await finish_despite_cancellation(self._run(self.engine, fn, args, kwargs))
+        engine = self._loops.current().engine
+        return await finish_despite_cancellation(self._run(engine, fn, args, kwargs))
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        return await self._run(self._autocommit, fn, args, kwargs)
+        return await self._run(self._loops.current().autocommit, fn, args, kwargs)
 
     @staticmethod
     async def _run(
@@ -301,48 +409,48 @@ class PostgresDatabase:
 
     async def fetch_statement(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Run one self-contained statement (autocommit) and return its rows."""
-        pool = self._pool or await self._open_pool()
+        pool = await self._loops.current().pool()
 
         async def run() -> list[asyncpg.Record]:
-            async with pool.acquire() as conn:
+            async with pool.acquire(timeout=self._timeout_s) as conn:
                 rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
                 return rows
 
         return await finish_despite_cancellation(run())
 
-    async def _open_pool(self) -> asyncpg.Pool:
-        async with self._pool_lock:
-            if self._pool is None:
-                dsn = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
-                self._pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
-            return self._pool
-
     def async_engine(self) -> AsyncEngine:
-        return self.engine
+        if self._user_engine is not None:
+            return self._user_engine
+        return self._loops.current().engine
 
     async def dispose(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-        await self.engine.dispose()
+        await self._loops.close_all()
 
 
 def open_database(
     url: URL,
     *,
+    engine: AsyncEngine | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     sqlite_busy_timeout_ms: int = 5000,
     sqlite_synchronous: str = "FULL",
     **engine_kwargs: Any,
 ) -> SQLiteDatabase | PostgresDatabase:
-    """The runner for `url`'s backend (the URL must come from `resolve_url`)."""
+    """The runner for `url`'s backend (the URL must come from `resolve_url`).
+
+    `engine`, a user's AsyncEngine on the same URL, is what `async_engine()` hands
+    back; the store's own work runs on connections of its own.
+    """
     if url.get_backend_name() == "sqlite":
         return SQLiteDatabase(
             url,
+            user_engine=engine,
+            timeout_s=timeout_s,
             busy_timeout_ms=sqlite_busy_timeout_ms,
             synchronous=sqlite_synchronous,
             **engine_kwargs,
         )
-    return PostgresDatabase(url, **engine_kwargs)
+    return PostgresDatabase(url, engine=engine, timeout_s=timeout_s, **engine_kwargs)
 
 
 def configure_sqlite(

@@ -16,11 +16,15 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from .database import Database
+from .database import DEFAULT_TIMEOUT_S, Database
 from .errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
+from .loops import KeyedLocks
 from .schema import metadata
 
 _PACKAGE_DIR: Final = Path(__file__).resolve().parent
+_MIGRATION_LOCKS: Final = KeyedLocks("the schema migration of")
+# Any constant would do: it only has to be the same in every process migrating this database.
+_PG_MIGRATION_KEY: Final = 0x5E55_1015
 
 
 def script_location() -> Path:
@@ -94,26 +98,22 @@ async def downgrade(database: Database, revision: str) -> None:
     await database.write(_migrate, "down", revision)
 
 
-async def ensure_schema(database: Database, *, create: bool, url_hint: str) -> None:
-    """Fail fast (or migrate, when `create`) unless the database is at our head revision."""
+async def ensure_schema(
+    database: Database, *, create: bool, url_hint: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> dict[str, str | None] | None:
+    """Fail fast (or migrate, when `create`) unless the database is at our head revision.
+
+    Returns what a migration did ({"from_revision", "to_revision"}), or None when the
+    schema was already current. Stores, threads and processes opening a new database
+    at once migrate it once: in-process they queue on a lock per database, across
+    processes the migration's transaction holds the database's write lock (SQLite)
+    or an advisory lock (PostgreSQL) and re-reads the revision once it has it.
+    """
     current, tables = await database.read(_state)
     head = head_revision()
     if current == head:
-        missing = sorted(set(metadata.tables) - set(tables))
-        missing += sorted(
-            f"{name}.{column.name}"
-            for name, table in metadata.tables.items()
-            if name in tables
-            for column in table.columns
-            if column.name not in tables[name]
-        )
-        if missing:
-            raise SchemaMissingError(
-                f"{', '.join(missing)} missing from {url_hint} although it is stamped at "
-                f"revision {head!r}: the schema was changed outside sessionstore. Restore "
-                "from a backup; nothing was changed."
-            )
-        return
+        _check_tables(tables, url_hint, head)
+        return None
     if current is not None and current not in _known_revisions():
         raise SchemaTooNewError(
             f"the database at {url_hint} is at schema revision {current!r}, which this "
@@ -121,8 +121,8 @@ async def ensure_schema(database: Database, *, create: bool, url_hint: str) -> N
             "newer release. Upgrade sessionstore; nothing was changed."
         )
     if create:
-        await upgrade(database)
-        return
+        async with _MIGRATION_LOCKS(url_hint).hold(timeout_s):
+            return await database.write(_upgrade_if_behind, head)
     if current is None:
         raise SchemaMissingError(
             f"the sessionstore tables do not exist in {url_hint}. Run "
@@ -132,3 +132,32 @@ async def ensure_schema(database: Database, *, create: bool, url_hint: str) -> N
         f"the database at {url_hint} is at schema revision {current!r} but this code needs "
         f"{head!r}. Run `sessionstore migrate --url '{url_hint}'` (or pass create_tables=True)."
     )
+
+
+def _check_tables(tables: dict[str, set[str]], url_hint: str, head: str) -> None:
+    missing = sorted(set(metadata.tables) - set(tables))
+    missing += sorted(
+        f"{name}.{column.name}"
+        for name, table in metadata.tables.items()
+        if name in tables
+        for column in table.columns
+        if column.name not in tables[name]
+    )
+    if missing:
+        raise SchemaMissingError(
+            f"{', '.join(missing)} missing from {url_hint} although it is stamped at "
+            f"revision {head!r}: the schema was changed outside sessionstore. Restore "
+            "from a backup; nothing was changed."
+        )
+
+
+def _upgrade_if_behind(connection: Connection, head: str) -> dict[str, str | None] | None:
+    """Inside the migration's transaction: upgrade unless another writer already did."""
+    if connection.dialect.name == "postgresql":
+        lock = sa.text("SELECT pg_advisory_xact_lock(:key)")
+        connection.execute(lock, {"key": _PG_MIGRATION_KEY})
+    current = _current(connection)  # SQLite: read under BEGIN IMMEDIATE's write lock
+    if current == head:
+        return None
+    _migrate(connection, "up", head)
+    return {"from_revision": current, "to_revision": head}

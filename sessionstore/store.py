@@ -31,8 +31,9 @@ from . import items as codec
 from .archive.codec import encode_archive
 from .archive.sealing import archive_columns
 from .crypto import Keyring
-from .database import PostgresDatabase, open_database, resolve_url
+from .database import DEFAULT_TIMEOUT_S, PostgresDatabase, open_database, resolve_url
 from .events import Event
+from .loops import LoopSafeLock
 from .migrations import ensure_schema
 from .payload_sealing import SessionKeys, seal_payload
 from .redaction import Redactor, redaction_disabled_event
@@ -603,6 +604,8 @@ class SessionStore:
         self,
         url: str | URL | None = None,
         *,
+        engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         model: str = DEFAULT_MODEL,
         estimator: TokenEstimator | None = None,
         create_tables: bool | None = None,
@@ -627,10 +630,26 @@ class SessionStore:
         also scrubs archived copies. `encrypt_payloads` seals every new message
         payload under a per-session key (needs a keyring); typed columns stay plain.
         `publisher` (an EventBus) receives every stored event, for exporters.
+        `engine` is an AsyncEngine of yours (instead of `url`, as the SDK's
+        SQLAlchemySession takes it): `store.engine` returns it, the store's own
+        work runs on connections it opens to the same database, one pool per
+        event loop. `timeout_s` bounds every wait inside the store.
         """
-        self.url = resolve_url(url)
+        if engine is not None and url is not None:
+            raise TypeError("pass a url or an engine, not both")
+        if engine is not None and not isinstance(engine, AsyncEngine):
+            raise TypeError(
+                f"engine must be a SQLAlchemy AsyncEngine (create_async_engine(...)), "
+                f"got {type(engine).__name__}"
+            )
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        self.url = resolve_url(engine.url if engine is not None else url)
+        self.timeout_s = float(timeout_s)
         self.database = open_database(
             self.url,
+            engine=engine,
+            timeout_s=self.timeout_s,
             sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
             sqlite_synchronous=sqlite_synchronous,
             **dict(engine_kwargs or {}),
@@ -645,7 +664,7 @@ class SessionStore:
         self.publisher = publisher
         self._create_tables = self.dialect == "sqlite" if create_tables is None else create_tables
         self._ready = False
-        self._ready_lock = asyncio.Lock()
+        self._ready_lock = LoopSafeLock("the store's schema check")
 
     @property
     def safe_url(self) -> str:
@@ -674,14 +693,21 @@ class SessionStore:
         """Check (or, with create_tables, migrate) the schema once per store."""
         if self._ready:
             return
-        async with self._ready_lock:
+        async with self._ready_lock.hold(self.timeout_s):
             if self._ready:
                 return
-            await ensure_schema(self.database, create=self._create_tables, url_hint=self.safe_url)
+            migrated = await ensure_schema(
+                self.database,
+                create=self._create_tables,
+                url_hint=self.safe_url,
+                timeout_s=self.timeout_s,
+            )
             self._ready = True
             warnings: list[Event] = []
             if not self.redactor.enabled:
                 warnings.append(redaction_disabled_event())  # before anything is exported
+            if migrated is not None:
+                warnings.append(Event("schema.migrated", fields=migrated))
             reason = getattr(self.estimator, "fallback_reason", None)
             if reason:
                 fields = {"estimator": self.estimator.name, "reason": reason}

@@ -126,7 +126,15 @@ async def test_coding_session_traces_compactions_to_ariadne_and_keeps_protected_
     compacted = [names for names in traces.values() if "compact.summary_created" in names]
     assert len(compacted) == rounds  # one trace per compaction, all its events as spans
     assert all(names >= COMPACTION_SPANS for names in compacted)
-    assert {item["group_id"] for item in batch if item["type"] == "trace"} == {CODING}
+    trace_items = [item for item in batch if item["type"] == "trace"]
+    grouped = {item["trace_id"] for item in trace_items if "group_id" in item}
+    assert {item["group_id"] for item in trace_items if "group_id" in item} == {CODING}
+    sessionless = {
+        span["name"]
+        for span in batch
+        if span["type"] == "span" and "parent_id" in span and span["trace_id"] not in grouped
+    }
+    assert sessionless == {"schema.migrated"}  # the new file's migration belongs to no session
 
     protected, test_runs = await _check_coding_session(
         f"sqlite:///{tmp_path / 'coding_session.db'}"

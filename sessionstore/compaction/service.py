@@ -21,6 +21,7 @@ from agents.tracing import custom_span, get_current_trace
 from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
 from ..items import text_of
+from ..loops import KeyedLocks
 from ..store import SessionStore, StoredRow, visible_rows
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
@@ -66,10 +67,15 @@ class CompactConfig:
     summarizer: Summarizer | None = None  # default: the extractive summarizer
     record_idle_decisions: bool = True  # store below-threshold estimates as events too
     sinks: Sequence[ArchiveSink] = ()  # filesystem/S3 copies of each compaction (redacted)
+    # How long a compaction waits for another compaction of the same session (which holds
+    # it for its summarizer call, retries included) before giving up with StoreTimeoutError.
+    lock_timeout_s: float = 300.0
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
             raise ValueError(f"max_context_tokens must be positive, got {self.max_context_tokens}")
+        if not self.lock_timeout_s > 0:
+            raise ValueError(f"lock_timeout_s must be positive, got {self.lock_timeout_s}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +145,7 @@ class CompactManager:
         self.summarizer: Summarizer = self.config.summarizer or ExtractiveSummarizer(self.estimator)
         resolve_strategy(self.policy.strategy, self.policy.custom_strategies)  # fail fast
         self.fixed_costs = FixedCostCache()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks("the compaction lock of session")
         self._consecutive: dict[str, int] = {}
 
     # ------------------------------------------------------- integration points
@@ -293,8 +299,7 @@ class CompactManager:
         `extra_tokens` counts what the next model call adds beyond the stored
         context (instructions, tool schemas, unsaved input) so the result fits.
         """
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
+        async with self._locks(session_id).hold(self.config.lock_timeout_s):
             for _ in range(_CAS_ATTEMPTS):
                 outcome = await self._compact_once(
                     session_id, trigger, note, strategy, extra_tokens, dry_run
