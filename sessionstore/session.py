@@ -6,6 +6,8 @@ A drop-in for the SDK's SQLiteSession / SQLAlchemySession:
 
 from __future__ import annotations
 
+import os
+from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from agents.memory.session_settings import (
@@ -14,12 +16,15 @@ from agents.memory.session_settings import (
     resolve_session_limit,
 )
 from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .compaction.tracking import track_load, track_save
 from .store import SessionStore
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
+    from agents.memory.session import OpenAIResponsesCompactionArgs
+    from agents.run_context import RunContextWrapper
 
     from .compaction.service import CompactManager
 
@@ -27,24 +32,50 @@ if TYPE_CHECKING:
 class SQLSession:
     """One conversation's memory, stored as append-only rows.
 
-    Many SQLSession objects can share one SessionStore (one connection pool).
-    Bound to a CompactManager, it truncates large tool outputs as they are
-    stored and compacts at turn boundaries when the context crosses the trigger.
+    Many SQLSession objects can share one SessionStore (one connection pool per
+    event loop), from any thread. Bound to a CompactManager, it truncates large
+    tool outputs as they are stored and compacts at turn boundaries when the
+    context crosses the trigger.
+
+    Constructed like the SDK's stores: `SQLSession(id, store)`, `SQLSession(id,
+    "conversations.db")` (SQLiteSession's path, ":memory:" included),
+    `SQLSession(id, engine=async_engine, create_tables=True)` (SQLAlchemySession),
+    or `SQLSession.from_url(id, url=...)`.
     """
 
     def __init__(
         self,
         session_id: str,
-        store: SessionStore | None = None,
+        store: SessionStore | str | PathLike[str] | None = None,
         *,
+        engine: AsyncEngine | None = None,
+        create_tables: bool | None = None,
         manager: CompactManager | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         owns_store: bool = False,
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
+        if isinstance(store, str | PathLike) or (store is None and engine is not None):
+            store = _own_store(store, engine, create_tables, manager)
+            owns_store = True
+        elif engine is not None:
+            raise TypeError("pass a store or an engine, not both")
+        elif create_tables is not None:
+            raise TypeError(
+                "create_tables applies when the session opens its own database (a path or an "
+                "engine); for a SessionStore pass SessionStore(..., create_tables=...)"
+            )
+        if store is not None and not isinstance(store, SessionStore):
+            raise TypeError(
+                "store must be a SessionStore or a SQLite file path (str or os.PathLike), "
+                f"got {type(store).__name__}"
+            )
         if store is None and manager is None:
-            raise TypeError("SQLSession needs a store, a manager (whose store it uses), or both")
+            raise TypeError(
+                "SQLSession needs a store: a SessionStore, a SQLite file path, engine=..., "
+                "or a manager (whose store it uses)"
+            )
         if store is not None and manager is not None and manager.store is not store:
             raise ValueError(
                 "the manager compacts a different SessionStore than this session writes to; "
@@ -59,6 +90,11 @@ class SQLSession:
             else SessionSettings()
         )
         self._owns_store = owns_store
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The AsyncEngine you passed, or one on the store's database (SDK `session.engine`)."""
+        return self.store.engine
 
     @classmethod
     def from_url(
@@ -102,7 +138,48 @@ class SQLSession:
         """Empty the active context (recorded as a clear marker row)."""
         await self.store.clear(self.session_id)
 
+    async def run_compaction(
+        self,
+        args: OpenAIResponsesCompactionArgs | None = None,
+        *,
+        wrapper: RunContextWrapper[Any] | None = None,
+    ) -> None:
+        """The SDK's post-turn compaction hook: compact through the bound manager.
+
+        The Runner calls it after each turn; `force` compacts now, otherwise the
+        manager's trigger decides (an O(1) check). Without a manager it does nothing.
+        """
+        if self.manager is None:
+            return
+        if args is not None and args.get("force"):
+            await self.manager.compact(self.session_id, note="run_compaction(force=True)")
+        else:
+            await self.manager.maybe_compact(self.session_id)
+
     async def close(self) -> None:
         """Close the store if this session created it (from_url)."""
         if self._owns_store:
             await self.store.close()
+
+
+def _own_store(
+    path: str | PathLike[str] | None,
+    engine: AsyncEngine | None,
+    create_tables: bool | None,
+    manager: CompactManager | None,
+) -> SessionStore:
+    """The store a session opens for itself, with the defaults of the SDK store it mirrors."""
+    if manager is not None:
+        raise TypeError(
+            "a manager brings its own store: pass SQLSession(id, manager=manager) without a "
+            "path or engine"
+        )
+    if path is not None and engine is not None:
+        raise TypeError("pass a database path or an engine, not both")
+    if engine is not None:  # SQLAlchemySession: tables only when asked for
+        return SessionStore(engine=engine, create_tables=bool(create_tables))
+    assert path is not None
+    location = os.fspath(path)
+    url = "sqlite://" if location == ":memory:" else f"sqlite:///{location}"
+    # SQLiteSession: creates its tables on first use
+    return SessionStore(url, create_tables=True if create_tables is None else create_tables)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import pytest
 from agents import Agent, Runner, SQLiteSession, function_tool
@@ -132,3 +132,180 @@ async def test_concurrent_sessions_through_one_store(db_url: str) -> None:
 def test_session_id_must_be_a_string(sqlite_url: str) -> None:
     with pytest.raises(TypeError, match="session_id must be a str"):
         SQLSession(7, SessionStore(sqlite_url))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------ constructed like the SDK's stores
+
+# A program written for the SDK's SQLAlchemySession, copied verbatim; only the class name
+# is filled in (SQLAlchemySession for the reference run, SQLSession for ours).
+SDK_PROGRAM = """
+from agents import Agent, Runner
+from sqlalchemy.ext.asyncio import create_async_engine
+
+
+async def main(url, model):
+    engine = create_async_engine(url)
+    session = {Session}("user-123", engine=engine, create_tables=True)
+    agent = Agent(name="Assistant", instructions="Reply very concisely.", model=model)
+    result = await Runner.run(agent, "What city is the Golden Gate Bridge in?", session=session)
+    first = result.final_output
+    result = await Runner.run(agent, "What state is it in?", session=session)
+    items = await session.get_items()
+    await session.engine.dispose()
+    return first, result.final_output, items
+"""
+
+
+async def _run_sdk_program(session_class: type, url: str) -> tuple[Any, Any, list[Any]]:
+    namespace: dict[str, Any] = {session_class.__name__: session_class}
+    exec(SDK_PROGRAM.replace("{Session}", session_class.__name__), namespace)
+    model = ScriptedModel(
+        [[assistant_message("San Francisco.")], [assistant_message("California.")]]
+    )
+    result: tuple[Any, Any, list[Any]] = await namespace["main"](url, model)
+    model.assert_complete()
+    return result
+
+
+def _async_url(url: str) -> str:
+    return url.replace("sqlite:///", "sqlite+aiosqlite:///")
+
+
+async def test_a_program_written_for_sqlalchemy_session_runs_unchanged(
+    db_url: str, tmp_path: Path
+) -> None:
+    reference = await _run_sdk_program(SQLAlchemySession, _async_url(f"sqlite:///{tmp_path}/x.db"))
+    ours = await _run_sdk_program(SQLSession, _async_url(db_url))
+    assert ours == reference
+    async with SessionStore(db_url) as store:  # it wrote our schema, readable by a new store
+        assert await store.load_context("user-123") == reference[2]
+
+
+async def test_engine_is_the_users_engine_and_tables_are_created_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from sessionstore import SchemaMissingError
+
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/e.db")
+    session = SQLSession("e", engine=engine)  # SQLAlchemySession's default: no tables
+    assert session.engine is engine
+    with pytest.raises(SchemaMissingError, match="create_tables=True"):
+        await session.get_items()
+    await session.close()
+    await engine.dispose()
+
+
+@pytest.mark.parametrize("where", ["conversations.db", ":memory:"])
+async def test_a_path_opens_sqlite_like_the_sdks_sqlite_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    session = SQLSession("u", where)
+    await session.add_items([{"role": "user", "content": "hi"}])
+    assert await session.get_items() == [{"role": "user", "content": "hi"}]
+    await session.close()
+    assert (tmp_path / "conversations.db").exists() == (where == "conversations.db")
+    reopened = SQLSession("u", tmp_path / "conversations.db")  # os.PathLike too
+    expected = [{"role": "user", "content": "hi"}] if where == "conversations.db" else []
+    assert await reopened.get_items() == expected
+    await reopened.close()
+
+
+def test_construction_mistakes_fail_at_once_with_the_fix(sqlite_url: str) -> None:
+    store = SessionStore(sqlite_url)
+    with pytest.raises(TypeError, match="store must be a SessionStore or a SQLite file path"):
+        SQLSession("u", 42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="create_tables applies when the session opens"):
+        SQLSession("u", store, create_tables=True)
+    with pytest.raises(TypeError, match="needs a store"):
+        SQLSession("u")
+
+
+async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
+    db_url: str,
+) -> None:
+    from agents.memory.session import is_openai_responses_compaction_aware_session
+
+    from sessionstore.compaction import CompactConfig, CompactManager
+    from sessionstore.compaction.policy import CompactPolicy
+
+    class Recording(SQLSession):
+        calls: ClassVar[list[Any]] = []
+
+        async def run_compaction(self, args: Any = None, *, wrapper: Any = None) -> None:
+            self.calls.append(args)
+            await super().run_compaction(args, wrapper=wrapper)
+
+    async with SessionStore(db_url, create_tables=True) as store:
+        policy = CompactPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
+        manager = CompactManager(CompactConfig(storage=store, policy=policy))
+        session = Recording("rc", store, manager=manager)
+        assert is_openai_responses_compaction_aware_session(session)
+        outputs, _ = await _run_three_turns(session)
+        assert len(Recording.calls) == 3  # the Runner called it after every turn
+        assert all(call["response_id"] == "resp-789" for call in Recording.calls)
+        info = await store.session_info("rc")
+        assert info is not None and info.compaction_count == 0  # far below the trigger
+        await session.run_compaction({"force": True})
+        info = await store.session_info("rc")
+        assert info is not None and info.compaction_count == 1
+        assert outputs[-1] == "You asked about Paris."
+
+
+async def test_run_compaction_without_a_manager_changes_nothing(sqlite_url: str) -> None:
+    async with SessionStore(sqlite_url) as store:
+        session = SQLSession("plain", store)
+        await session.add_items([{"role": "user", "content": "x"}])
+        await session.run_compaction({"force": True})
+        assert [row.kind for row in await store.history("plain")] == ["item"]
+
+
+async def test_the_sdks_encrypted_session_wraps_sqlsession_unchanged(db_url: str) -> None:
+    from agents.extensions.memory import EncryptedSession
+
+    async with SessionStore(db_url, create_tables=True) as store:
+        inner = SQLSession("enc", store)
+        wrapped = EncryptedSession("enc", cast(Any, inner), encryption_key="k" * 32, ttl=600)
+        outputs, _ = await _run_three_turns(wrapped)
+        assert outputs[-1] == "You asked about Paris."
+        plain = await wrapped.get_items()
+        assert [item.get("content") for item in plain][:1] == ["hi"]
+        stored = await store.load_context("enc")
+        assert len(stored) == len(plain)
+        assert all(item.get("__enc__") == 1 for item in stored)  # sealed rows in our table
+        assert "Paris" not in str(stored)
+
+
+async def test_the_sdks_responses_compaction_session_wraps_sqlsession_unchanged(
+    db_url: str,
+) -> None:
+    import openai
+    from agents.memory import OpenAIResponsesCompactionSession
+
+    from tests.support.openai_server import OpenAIServer, ok
+
+    with OpenAIServer() as server:
+        server.enqueue(ok("the summary"))
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
+        async with SessionStore(db_url, create_tables=True) as store:
+            inner = SQLSession("cmp", store)
+            wrapped = OpenAIResponsesCompactionSession("cmp", inner, client=client)
+            outputs, _ = await _run_three_turns(wrapped)
+            assert outputs[-1] == "You asked about Paris."
+            await wrapped.run_compaction({"force": True, "compaction_mode": "input"})
+            assert [r.path for r in server.requests] == ["/v1/responses/compact"]
+            context = await store.load_context("cmp")
+            assert context[-1] == {
+                "type": "compaction",
+                "id": "cmp_1",
+                "encrypted_content": "opaque:the summary",
+            }
+            assert [item.get("content") for item in context[:-1]] == [
+                "hi",
+                "weather in Paris?",
+                "what did I ask?",
+            ]
+            kinds = [row.kind for row in await store.history("cmp")]
+            assert "clear" in kinds  # replaced through clear + add: history kept for audit

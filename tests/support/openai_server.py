@@ -1,7 +1,8 @@
 """A real OpenAI-compatible HTTP server for tests: no mocks, the real client talks HTTP to it.
 
 It listens on 127.0.0.1 on an ephemeral port in a background thread and answers
-POST /v1/chat/completions and POST /v1/responses with the JSON shapes the OpenAI API uses.
+POST /v1/chat/completions, POST /v1/responses and POST /v1/responses/compact with the JSON
+shapes the OpenAI API uses.
 Each request takes the next queued behaviour (ok, an HTTP error, a delay, a refusal, a
 truncated reply, a tool call, a context-length error); with the queue empty it replies with a
 deterministic echo of the request. Every request body is recorded for assertions.
@@ -242,7 +243,34 @@ def _responses_payload(
     }
 
 
-_PAYLOADS = {"/v1/chat/completions": _chat_payload, "/v1/responses": _responses_payload}
+def _compact_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any], text: str) -> Any:
+    """POST /v1/responses/compact: the user messages kept, then one opaque compaction item."""
+    items = body.get("input") or []
+    users = [item for item in items if isinstance(item, dict) and item.get("role") == "user"]
+    prompt, completion = _usage(body, text)
+    return {
+        "id": f"cmp_resp_{number}",
+        "object": "response.compaction",
+        "created_at": 0,
+        "output": [
+            *users,
+            {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"},
+        ],
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+_PAYLOADS = {
+    "/v1/chat/completions": _chat_payload,
+    "/v1/responses": _responses_payload,
+    "/v1/responses/compact": _compact_payload,
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
