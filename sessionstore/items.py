@@ -31,21 +31,30 @@ _COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"
 _COMPACT_ASCII_JSON: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
+# Deeper than this is not a conversation item; it would also exhaust the C encoder's stack.
+MAX_NESTING: Final = 256
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
 def encode_payload(item: object, index: int) -> str:
-    """Serialize one item to compact JSON, or explain precisely why it cannot be stored."""
+    """Serialize one item to compact JSON, or explain precisely why it cannot be stored.
+
+    Errors name the item's position, the field path and the kind of value, never the
+    value itself (it may be a secret).
+    """
     if not isinstance(item, Mapping):
         raise InvalidItemError(
             f"item #{index} is a {type(item).__name__}, not a mapping; session items are "
             "JSON objects (dicts) such as {'role': 'user', 'content': 'hi'}. Convert SDK "
             "objects with .model_dump(mode='json') or item.to_input_item() first."
         )
+    check_json_object(item, f"item #{index}")
     try:
         text = _COMPACT_JSON.encode(item)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:  # what the walk lets through: a NaN or infinity
         raise InvalidItemError(
-            f"item #{index} (type={item.get('type', item.get('role', '?'))!r}) is not "
-            f"JSON-serializable: {exc}. Convert values such as datetimes, bytes, sets, NaN or "
-            "pydantic models to JSON types before adding them; nothing was stored."
+            f"item #{index} is not JSON-serializable ({type(exc).__name__}: NaN and infinite "
+            "floats have no JSON form). Replace them with null or a string; nothing was stored."
         ) from None
     if text.isascii():  # O(1): CPython records it; most payloads need no UTF-8 check
         return text
@@ -55,6 +64,65 @@ def encode_payload(item: object, index: int) -> str:
         # Lone surrogates cannot be stored as UTF-8 text; escaping keeps the exact value.
         text = _COMPACT_ASCII_JSON.encode(item)
     return text
+
+
+def check_json_object(value: Mapping[str, Any], label: str) -> None:
+    """Every key a string, every value a JSON type, nesting bounded: what a value would
+    lose or break in JSON is refused here rather than silently changed (an int key would
+    come back as a string). A fast pass on the hot path; paths only once something is off.
+    `label` names the value in the error ("item #3", "metadata")."""
+    if _well_formed(value):
+        return
+    _explain(value, "", 1, label)
+    raise AssertionError("unreachable: _explain raises for what _well_formed refused")
+
+
+def _well_formed(item: Mapping[str, Any]) -> bool:
+    stack: list[tuple[Any, int]] = [(item, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return False
+        if type(value) is dict or isinstance(value, Mapping):
+            for key, child in value.items():
+                if type(key) is not str:
+                    return False
+                if type(child) is not str:
+                    stack.append((child, depth + 1))
+        elif type(value) is list or isinstance(value, tuple):
+            stack.extend((child, depth + 1) for child in value if type(child) is not str)
+        elif not isinstance(value, _JSON_SCALARS):
+            return False
+    return True
+
+
+def _explain(value: object, path: str, depth: int, label: str) -> None:
+    """Raise the InvalidItemError for the first problem under `value` (recursion is bounded:
+    it stops at MAX_NESTING)."""
+    where = (path if len(path) <= 80 else "..." + path[-77:]) or "(root)"
+    if depth > MAX_NESTING:
+        raise InvalidItemError(
+            f"{label} is nested more than {MAX_NESTING} levels deep (at {where}); "
+            "flatten it or store it as a JSON string; nothing was stored."
+        )
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                raise InvalidItemError(
+                    f"{label} field {where} has a {type(key).__name__} key; JSON "
+                    "object keys are strings, so it would not come back as stored. Use "
+                    "string keys; nothing was stored."
+                )
+            _explain(child, f"{path}.{key}" if path else key, depth + 1, label)
+    elif isinstance(value, list | tuple):
+        for position, child in enumerate(value):
+            _explain(child, f"{path}[{position}]", depth + 1, label)
+    elif not isinstance(value, _JSON_SCALARS):
+        raise InvalidItemError(
+            f"{label} field {where} is a {type(value).__name__}, which JSON cannot "
+            "hold. Convert datetimes, bytes, sets or pydantic models to JSON types (str, "
+            "number, bool, null, list, dict) first; nothing was stored."
+        )
 
 
 def _as_str(value: object) -> str | None:

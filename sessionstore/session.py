@@ -18,7 +18,9 @@ from agents.memory.session_settings import (
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .arguments import check_session_id
 from .compaction.tracking import track_load, track_save
+from .errors import StoreUnavailableError
 from .store import SessionStore
 
 if TYPE_CHECKING:
@@ -54,8 +56,7 @@ class SQLSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
         owns_store: bool = False,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
+        check_session_id(session_id)
         if isinstance(store, str | PathLike) or (store is None and engine is not None):
             store = _own_store(store, engine, create_tables, manager)
             owns_store = True
@@ -121,14 +122,26 @@ class SQLSession:
         return items  # type: ignore[return-value]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items (all or nothing); with a manager, truncate and maybe compact."""
-        if self.manager is None:
-            await self.store.append(self.session_id, items)
-        else:
-            await self.manager.append(self.session_id, items)
+        """Append items (all or nothing); with a manager, truncate and maybe compact.
+
+        If the database goes away and the outcome is unknown, it retries once with the
+        batch's idempotency token: the items are stored exactly once either way.
+        """
+        try:
+            await self._append(items, None)
+        except StoreUnavailableError as error:
+            if error.outcome_known or error.token is None:
+                raise
+            await self._append(items, error.token)
         track_save(self.session_id, id(self.store), len(items))
         if self.manager is not None and items:
             await self.manager.maybe_compact(self.session_id)
+
+    async def _append(self, items: list[TResponseInputItem], token: str | None) -> None:
+        if self.manager is None:
+            await self.store.append(self.session_id, items, token=token)
+        else:
+            await self.manager.append(self.session_id, items, token=token)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded as a tombstone row)."""

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sessionstore.errors import InvalidItemError
 from sessionstore.items import (
+    MAX_NESTING,
     answered_call,
     call_names_in,
     calls_in,
@@ -36,12 +37,28 @@ def test_lone_surrogates_are_escaped_to_stay_valid_utf8() -> None:
     assert json.loads(text) == item
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    item: dict[str, Any] = {"role": "user"}
+    for _ in range(depth):
+        item = {"content": item}
+    return item
+
+
+def test_the_deepest_allowed_nesting_round_trips() -> None:
+    item = _nested(MAX_NESTING - 2)
+    assert json.loads(encode_payload(item, 0)) == item
+
+
 @pytest.mark.parametrize(
     ("item", "fragment"),
     [
         ([1, 2], "not a mapping"),
-        ({"role": "user", "content": b"bytes"}, "not JSON-serializable"),
+        ({"role": "user", "content": b"bytes"}, "field content is a bytes, which JSON cannot"),
         ({"role": "user", "content": float("inf")}, "not JSON-serializable"),
+        ({"role": "user", "content": [{"x": {1, 2}}]}, r"field content\[0\]\.x is a set"),
+        ({"role": "user", "meta": {7: "seven"}}, "field meta has a int key"),
+        ({1: "user"}, r"field \(root\) has a int key"),
+        (_nested(2000), "nested more than 256 levels deep"),
     ],
 )
 def test_invalid_items_explain_the_fix(item: Any, fragment: str) -> None:

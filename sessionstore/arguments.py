@@ -1,0 +1,59 @@
+"""Checks of public call arguments: say what was wrong before anything is read or written.
+
+Python would otherwise accept `protected="no"` as true, compare `limit="5"` deep in a
+query, or exhaust a generator on the first of two passes. Messages name the argument
+and the type or range it needs, never the value (it may be a secret).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+def check_session_id(session_id: object) -> None:
+    """A session id is a str (numeric user ids are converted by the caller)."""
+    if not isinstance(session_id, str):
+        raise TypeError(
+            f"session_id must be a str, got {type(session_id).__name__}; "
+            "use str(user_id) for numeric ids"
+        )
+
+
+def check_flag(name: str, value: object) -> bool:
+    """A real bool: "no" and 0 are not flags."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got a {type(value).__name__}")
+    return value
+
+
+def check_count(name: str, value: object, *, allow_none: bool = True) -> int | None:
+    """A whole number (not a bool, float or str), or None where allowed."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        expected = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {expected}, got a {type(value).__name__}")
+    return value
+
+
+def check_non_negative(name: str, value: object, *, allow_none: bool = True) -> int | None:
+    """A whole number >= 0, or None where allowed."""
+    count = check_count(name, value, allow_none=allow_none)
+    if count is not None and count < 0:
+        raise ValueError(f"{name} must be >= 0, got {count}")
+    return count
+
+
+def item_list(items: object) -> Sequence[Mapping[str, Any]]:
+    """The items as a list, read once: a generator works, a lone dict or a str does not."""
+    if isinstance(items, str | bytes | Mapping):
+        raise TypeError(
+            f"items must be a list of items, got a {type(items).__name__}; "
+            "wrap a single item in a list: [item]"
+        )
+    if isinstance(items, list):
+        return items
+    if not isinstance(items, Iterable):
+        raise TypeError(f"items must be a list of items, got a {type(items).__name__}")
+    return list(items)
