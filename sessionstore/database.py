@@ -26,7 +26,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from .errors import StoreTimeoutError, UnsupportedURLError
+from .driver_errors import is_connection_lost, translate
+from .errors import StoreTimeoutError, StoreUnavailableError, UnsupportedURLError
 from .loops import PerLoop
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
@@ -201,6 +202,7 @@ class SQLiteDatabase:
                 _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
             )
         self._busy_timeout_s = busy_timeout_ms / 1000
+        self._where = url.render_as_string(hide_password=True)
         self._user_engine = user_engine
         # aiosqlite engines (ad-hoc SQL) run their futures on the loop that opened them.
         self._async_engines: PerLoop[AsyncEngine] = PerLoop(
@@ -219,36 +221,39 @@ class SQLiteDatabase:
 
     def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         conn = self._writer_connection()
-        with self._lock_wait_bounded(), conn.begin():
+        with self._translated(writing=True), conn.begin():
             return fn(conn, *args, **kw)
 
     def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
         conn = self._writer_connection()
         raw = conn.connection.driver_connection
         assert raw is not None and not conn.in_transaction()
-        with self._lock_wait_bounded():
+        with self._translated(writing=True):
             raw.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(raw, *args)
-        except BaseException:
-            raw.execute("ROLLBACK")
-            raise
-        raw.execute("COMMIT")
-        return result
+            try:
+                result = fn(raw, *args)
+            except BaseException:
+                raw.execute("ROLLBACK")
+                raise
+            raw.execute("COMMIT")
+            return result
 
     @contextlib.contextmanager
-    def _lock_wait_bounded(self) -> Iterator[None]:
-        """Say what a busy timeout waited for, instead of the driver's "database is locked"."""
+    def _translated(self, *, writing: bool) -> Iterator[None]:
+        """The store's errors for the driver's: a busy timeout says what it waited for."""
         try:
             yield
-        except (sqlite3.OperationalError, DBAPIError) as error:
+        except (sqlite3.Error, DBAPIError) as error:
             text = str(getattr(error, "orig", error))
-            if "locked" not in text and "busy" not in text:
-                raise
-            raise StoreTimeoutError(
-                f"waited {self._busy_timeout_s:g} s for the write lock on the SQLite file "
-                f"{self.url.database}: another process held it all that time "
-                "(raise sqlite_busy_timeout_ms to wait longer)"
+            if "database is locked" in text or "database is busy" in text:
+                raise StoreTimeoutError(
+                    f"waited {self._busy_timeout_s:g} s for the write lock on the SQLite file "
+                    f"{self.url.database}: another process held it all that time "
+                    "(raise sqlite_busy_timeout_ms to wait longer)"
+                ) from None
+            # A local file commits or rolls back before the call returns: the outcome is known.
+            raise translate(
+                error, where=self._where, writing=writing, may_have_committed=False
             ) from None
 
     async def write_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
@@ -262,7 +267,7 @@ class SQLiteDatabase:
         self._writer_engine.dispose()
 
     def _read_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
-        with self.engine.connect() as conn:
+        with self._translated(writing=False), self.engine.connect() as conn:
             raw = conn.connection.driver_connection
             assert raw is not None
             return fn(raw, *args)
@@ -274,7 +279,7 @@ class SQLiteDatabase:
         return await loop.run_in_executor(self._readers, job)
 
     def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
-        with self.engine.connect() as conn:
+        with self._translated(writing=False), self.engine.connect() as conn:
             conn = conn.execution_options(**{SQLITE_BEGIN: None})
             return fn(conn, *args, **kw)
 
@@ -395,28 +400,85 @@ class PostgresDatabase:
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         engine = self._loops.current().engine
-        return await finish_despite_cancellation(self._run(engine, fn, args, kwargs))
+        return await finish_despite_cancellation(self._run(engine, fn, args, kwargs, True))
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        return await self._run(self._loops.current().autocommit, fn, args, kwargs)
+        try:
+            return await self._run(self._loops.current().autocommit, fn, args, kwargs, False)
+        except StoreUnavailableError:  # a pooled connection that died while idle: read again
+            return await self._run(self._loops.current().autocommit, fn, args, kwargs, False)
 
-    @staticmethod
     async def _run(
-        engine: AsyncEngine, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]
+        self,
+        engine: AsyncEngine,
+        fn: Callable[..., _T],
+        args: tuple[Any, ...],
+        kw: dict[str, Any],
+        writing: bool,
     ) -> _T:
-        async with engine.connect() as conn, conn.begin():
-            return await conn.run_sync(fn, *args, **kw)
+        """One transaction; a connection that saw an error is discarded, never pooled again."""
+        try:
+            conn = await engine.connect()
+        except Exception as error:
+            raise self._translate(error, writing, may_have_committed=False) from None
+        committing = False
+        try:
+            transaction = await conn.begin()
+            result = await conn.run_sync(fn, *args, **kw)
+            committing = True
+            await transaction.commit()
+            return result
+        except Exception as error:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()
+            raise self._translate(error, writing, may_have_committed=committing) from None
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
-    async def fetch_statement(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        """Run one self-contained statement (autocommit) and return its rows."""
-        pool = await self._loops.current().pool()
+    async def fetch_statement(
+        self, sql: str, *args: Any, writing: bool = False
+    ) -> list[asyncpg.Record]:
+        """Run one self-contained statement (autocommit) and return its rows.
+
+        A connection that saw an error is terminated before it goes back to the pool, so
+        no connection is ever handed to a second operation in an unknown state.
+        """
 
         async def run() -> list[asyncpg.Record]:
-            async with pool.acquire(timeout=self._timeout_s) as conn:
+            try:
+                pool = await self._loops.current().pool()
+                conn = await pool.acquire(timeout=self._timeout_s)
+            except Exception as error:
+                raise self._translate(error, writing, may_have_committed=False) from None
+            try:
                 rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
                 return rows
+            except Exception as error:
+                if is_connection_lost(error):
+                    with contextlib.suppress(Exception):  # the pool may have dropped it already
+                        conn.terminate()
+                raise self._translate(error, writing, may_have_committed=True) from None
+            finally:
+                with contextlib.suppress(Exception):
+                    await pool.release(conn, timeout=self._timeout_s)
 
-        return await finish_despite_cancellation(run())
+        if writing:
+            return await finish_despite_cancellation(run())
+        try:
+            return await run()
+        except StoreUnavailableError:  # a pooled connection that died while idle: read again
+            return await run()
+
+    def _translate(
+        self, error: Exception, writing: bool, *, may_have_committed: bool
+    ) -> BaseException:
+        return translate(
+            error,
+            where=self.url.render_as_string(hide_password=True),
+            writing=writing,
+            may_have_committed=may_have_committed,
+        )
 
     def async_engine(self) -> AsyncEngine:
         if self._user_engine is not None:

@@ -37,3 +37,28 @@ class InvalidItemError(SessionStoreError, ValueError):
 
 class StoreTimeoutError(SessionStoreError, TimeoutError):
     """A bounded wait inside the store ran out; the message says what it waited for."""
+
+
+class StoreError(SessionStoreError):
+    """The database refused an operation (a constraint, a type, a limit).
+
+    The message names the kind of failure, never SQL text, parameters or values.
+    """
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The database could not be reached, or the connection broke during an operation.
+
+    `outcome_known` says whether a write is known not to have happened (True: nothing
+    was written, retrying is safe) or may have committed (False). `token` is the append
+    batch's idempotency token: `append(..., token=error.token)` stores it at most once.
+    """
+
+    def __init__(self, message: str, *, outcome_known: bool, token: str | None = None):
+        super().__init__(message)
+        self.outcome_known = outcome_known
+        self.token = token
+
+
+class DuplicateAppendError(StoreError):
+    """An append batch with this idempotency token is already stored (the store replays it)."""

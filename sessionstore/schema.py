@@ -118,6 +118,9 @@ messages: Final = sa.Table(
     # With payload encryption (0002): nonce + AES-GCM ciphertext of the JSON; payload is NULL.
     sa.Column("payload_sealed", sa.LargeBinary, nullable=True),
     _created_at(),
+    # The append batch's idempotency token (0005), on its first row only: a retry of a batch
+    # whose outcome was unknown finds it here and stores nothing twice.
+    sa.Column("append_token", sa.Text, nullable=True),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),
     sqlite_with_rowid=False,
@@ -261,3 +264,11 @@ retention_policies: Final = sa.Table(
 # Retention finds old rows by age. Idle sessions are found by scanning `sessions`: an index
 # on updated_at, which every append moves, would tax every append (migration 0004).
 sa.Index("ix_messages_created_at", messages.c.created_at)
+sa.Index(
+    "ux_messages_append_token",
+    messages.c.session_id,
+    messages.c.append_token,
+    unique=True,
+    sqlite_where=messages.c.append_token.is_not(None),
+    postgresql_where=messages.c.append_token.is_not(None),
+)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -30,8 +31,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from . import items as codec
 from .archive.codec import encode_archive
 from .archive.sealing import archive_columns
+from .arguments import (
+    check_count,
+    check_flag,
+    check_non_negative,
+    check_session_id,
+    item_list,
+)
 from .crypto import Keyring
 from .database import DEFAULT_TIMEOUT_S, PostgresDatabase, open_database, resolve_url
+from .errors import DuplicateAppendError, StoreUnavailableError
 from .events import Event
 from .loops import LoopSafeLock
 from .migrations import ensure_schema
@@ -144,6 +153,7 @@ _ITEM_COLUMNS: Final = (
     "tokens",
     "protected",
     "payload",
+    "append_token",
 )
 
 
@@ -165,7 +175,8 @@ _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
 # CTE advances the session row (taking its row lock) and the outer INSERT
 # numbers the batch from the new last_seq.
 # Placeholders, in order: session id, item count, token sum, encoding, then one
-# array per column (roles, item types, tool names, call ids, tokens, protected, payloads).
+# array per column (roles, item types, tool names, call ids, tokens, protected, payloads),
+# then the batch's idempotency token (stored on its first row).
 _PG_APPEND_SQL: Final = """
     WITH advanced AS (
         INSERT INTO sessions (session_id, last_seq, context_items, context_tokens, token_encoding)
@@ -178,9 +189,11 @@ _PG_APPEND_SQL: Final = """
         RETURNING last_seq
     )
     INSERT INTO messages
-        (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload)
+        (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
+         append_token)
     SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
-           batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json
+           batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
+           CASE WHEN batch.ord = 1 THEN $12::text END
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
                 CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
@@ -363,6 +376,7 @@ class _Batch:
     counts: list[int]
     protected: bool
     encoding: str
+    token: str
 
     def rows(self, first: int) -> list[tuple[Any, ...]]:
         """Column values (in _ITEM_COLUMNS order), numbered from seq `first`."""
@@ -378,6 +392,7 @@ class _Batch:
                 count,
                 self.protected or info.protected,
                 payload,
+                None if offset else self.token,
             )
             for offset, (payload, info, count) in enumerate(
                 zip(self.payloads, self.infos, self.counts, strict=True)
@@ -410,6 +425,7 @@ def _pg_append_args(batch: _Batch) -> tuple[Any, ...]:
         batch.counts,
         [batch.protected or info.protected for info in infos],
         batch.payloads,
+        batch.token,
     )
 
 
@@ -549,6 +565,26 @@ def _tx_delete(conn: Connection, session_id: str) -> bool:
     conn.execute(events.delete().where(events.c.session_id == session_id))
     result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
     return bool(result.rowcount)
+
+
+_TOKEN_SEQ: Final = sa.select(messages.c.seq).where(
+    messages.c.session_id == _sid, messages.c.append_token == sa.bindparam("token")
+)
+_MAX_TOKEN_LENGTH: Final = 128
+
+
+def _read_token_seq(conn: Connection, session_id: str, token: str) -> int:
+    """The first seq of the stored batch with this token."""
+    return int(conn.execute(_TOKEN_SEQ, {"sid": session_id, "token": token}).scalar_one())
+
+
+def _append_token(token: object) -> str:
+    """The caller's idempotency token, checked, or a fresh one (96 random bits)."""
+    if token is None:
+        return secrets.token_hex(12)
+    if not isinstance(token, str) or not 0 < len(token) <= _MAX_TOKEN_LENGTH:
+        raise TypeError(f"token must be a str of 1 to {_MAX_TOKEN_LENGTH} characters")
+    return token
 
 
 def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
@@ -725,14 +761,21 @@ class SessionStore:
         *,
         protected: bool = False,
         originals: Mapping[int, Mapping[str, Any]] | None = None,
+        token: str | None = None,
     ) -> list[int]:
         """Append items in order and return their seqs. All or nothing.
 
         Every item is validated (and counted) before the database is touched, so
         a bad item leaves the session exactly as it was. `originals` maps the
         index of a truncated item to its full original, archived alongside.
+        `token` identifies the batch (one is generated when omitted): appending
+        again with the token of a stored batch stores nothing and returns its seqs,
+        so a retry after `StoreUnavailableError(outcome_known=False)` is safe.
         """
-        _check_session_id(session_id)
+        check_session_id(session_id)
+        items = item_list(items)
+        protected = check_flag("protected", protected)
+        token = _append_token(token)
         if not items:
             return []
         payloads = [codec.encode_payload(item, index) for index, item in enumerate(items)]
@@ -747,13 +790,27 @@ class SessionStore:
             counts=counts,
             protected=protected,
             encoding=self.estimator.name,
+            token=token,
         )
+        try:
+            return await self._write_batch(batch, originals or {})
+        except DuplicateAppendError:  # a retry of a stored batch: what it stored then
+            first = await self.database.read(_read_token_seq, session_id, token)
+            return list(range(first, first + len(items)))
+        except StoreUnavailableError as error:
+            error.token = token
+            raise
+
+    async def _write_batch(
+        self, batch: _Batch, originals: Mapping[int, Mapping[str, Any]]
+    ) -> list[int]:
         if originals or self.session_keys.encrypt_new:
             return await self.database.write(
-                _tx_append_general, batch, originals or {}, self.session_keys
+                _tx_append_general, batch, originals, self.session_keys
             )
         if isinstance(self.database, PostgresDatabase):
-            rows = await self.database.fetch_statement(_PG_APPEND_SQL, *_pg_append_args(batch))
+            args = _pg_append_args(batch)
+            rows = await self.database.fetch_statement(_PG_APPEND_SQL, *args, writing=True)
             return sorted(row[0] for row in rows)
         return await self.database.write_driver(_tx_append_sqlite, batch)
 
@@ -784,13 +841,13 @@ class SessionStore:
 
     async def pop(self, session_id: str) -> dict[str, Any] | None:
         """Hide and return the newest item of the active context (a tombstone row)."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.write(_tx_pop, session_id, self.session_keys)
 
     async def clear(self, session_id: str) -> None:
         """Start an empty active context with a clear marker; history stays for audit."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         await self.database.write(_tx_clear, session_id)
 
@@ -800,7 +857,7 @@ class SessionStore:
         Its archives stay (retention's delete_archives removes them); their memberships go
         with the rows, so the id can be reused.
         """
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.write(_tx_delete, session_id)
 
@@ -829,7 +886,8 @@ class SessionStore:
         `limit` follows the Agents SDK: the newest `limit` items in chronological
         order; 0 returns nothing and a negative limit returns everything.
         """
-        _check_session_id(session_id)
+        check_session_id(session_id)
+        check_count("limit", limit)
         await self.ensure_ready()
         if limit == 0:
             return []
@@ -847,33 +905,33 @@ class SessionStore:
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:
         """Every row of the active context (tombstones and hidden rows included)."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
 
     async def history(self, session_id: str) -> list[StoredRow]:
         """Every row the session ever had, in seq order."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
 
     async def context_tokens(self, session_id: str) -> int:
         """Token total of the active context, from the running counter (no re-tokenizing)."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         row = await self.database.read(_read_first, _CONTEXT_TOKENS, {"sid": session_id})
         return 0 if row is None else int(row[0])
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """The session's bookkeeping row, or None if it was never written."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         row = await self.database.read(_read_first, _SESSION, {"sid": session_id})
         return None if row is None else _session_info(row)
 
     async def session_metadata(self, session_id: str) -> dict[str, Any] | None:
         """The session's free-form `metadata` object ({} when unset), or None if never written."""
-        _check_session_id(session_id)
+        check_session_id(session_id)
         await self.ensure_ready()
         row = await self.database.read(_read_first, _METADATA, {"sid": session_id})
         return None if row is None else dict(row[0] or {})
@@ -884,7 +942,10 @@ class SessionStore:
         Under the session lock, so concurrent merges never lose each other's keys.
         Metadata is bookkeeping, not a conversation write: `updated_at` does not move.
         """
-        _check_session_id(session_id)
+        check_session_id(session_id)
+        if not isinstance(values, Mapping):
+            raise TypeError(f"values must be a mapping, got a {type(values).__name__}")
+        codec.check_json_object(values, "metadata")
         await self.ensure_ready()
         return await self.database.write(_tx_merge_metadata, session_id, dict(values))
 
@@ -892,6 +953,8 @@ class SessionStore:
         self, *, limit: int | None = None, offset: int = 0
     ) -> list[SessionInfo]:
         """Sessions, most recently updated first."""
+        check_non_negative("limit", limit)
+        check_non_negative("offset", offset, allow_none=False)
         await self.ensure_ready()
         stmt = (
             sa.select(*sessions.c)
@@ -905,11 +968,3 @@ class SessionStore:
 def _session_info(row: AnyRow) -> SessionInfo:
     values = row._mapping
     return SessionInfo(**{name: values[name] for name in SessionInfo.__slots__})
-
-
-def _check_session_id(session_id: object) -> None:
-    if not isinstance(session_id, str):
-        raise TypeError(
-            f"session_id must be a str, got {type(session_id).__name__}; "
-            "use str(user_id) for numeric ids"
-        )

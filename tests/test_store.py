@@ -374,3 +374,44 @@ async def test_store_matches_a_list_model(db_url: str, ops: list[Any], limit: in
         assert seqs == list(range(1, len(seqs) + 1))
         info = await store.session_info(sid)
         assert (info.context_items if info else 0) == len(model)
+
+
+async def test_an_append_replayed_with_its_token_is_stored_once(store: SessionStore) -> None:
+    batch = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    first = await store.append("s", batch, token="turn-1")
+    assert await store.append("s", batch, token="turn-1") == first  # the replay: same seqs
+    second = await store.append("s", batch)  # a fresh token each time by default
+    assert second == [3, 4]
+    assert len(await store.history("s")) == 4
+    assert await store.append("other", batch, token="turn-1") == [1, 2]  # tokens are per session
+    with pytest.raises(TypeError, match="token must be a str of 1 to 128 characters"):
+        await store.append("s", batch, token="")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "fragment"),
+    [
+        (lambda s: s.append("s", ({"role": "user"} for _ in "x")), None, None),
+        (lambda s: s.append("s", {"role": "user"}), TypeError, "wrap a single item in a list"),
+        (lambda s: s.append("s", "hello"), TypeError, "items must be a list of items, got a str"),
+        (lambda s: s.append("s", [{"role": "u"}], protected="no"), TypeError, "protected must"),
+        (lambda s: s.load_context("s", limit="5"), TypeError, "limit must be an int or None"),
+        (lambda s: s.load_context("s", limit=1.5), TypeError, "limit must be an int or None"),
+        (lambda s: s.load_context("s", limit=True), TypeError, "limit must be an int or None"),
+        (lambda s: s.list_sessions(limit=-1), ValueError, "limit must be >= 0"),
+        (lambda s: s.list_sessions(offset=-1), ValueError, "offset must be >= 0"),
+        (lambda s: s.merge_session_metadata("s", {"k": {1, 2}}), InvalidItemError, "k is a set"),
+        (lambda s: s.merge_session_metadata("s", {3: "x"}), InvalidItemError, "has a int key"),
+    ],
+)
+async def test_bad_arguments_fail_clearly_before_anything_is_written(
+    store: SessionStore, call: Any, error: type[Exception] | None, fragment: str | None
+) -> None:
+    await store.append("s", [{"role": "user", "content": "before"}])
+    if error is None:  # accepted: a generator of items is read once, as a list
+        await call(store)
+        assert len(await store.history("s")) == 2
+        return
+    with pytest.raises(error, match=fragment):
+        await call(store)
+    assert [row.item for row in await store.history("s")] == [{"role": "user", "content": "before"}]

@@ -18,7 +18,7 @@ from ..builders import build_store
 from ..compaction.errors import CompactError
 from ..config import SessionStoreConfig, load_config
 from ..database import resolve_url
-from ..errors import SessionStoreError
+from ..errors import SessionStoreError, StoreUnavailableError
 from ..store import SessionStore
 
 console = Console()
@@ -83,6 +83,10 @@ def user_errors() -> Iterator[None]:
         yield
     except CompactError as exc:
         err_console.print(f"[red]compaction failed:[/] {exc}")
+        raise typer.Exit(EXIT_FAILED) from None
+    except StoreUnavailableError as exc:
+        err_console.print(f"[red]database unavailable:[/] {exc}")
+        err_console.print("check --url / $SESSIONSTORE_URL; `sessionstore doctor` tests it")
         raise typer.Exit(EXIT_FAILED) from None
     except SessionStoreError as exc:
         err_console.print(f"[red]error:[/] {exc}")

@@ -179,10 +179,15 @@ class CompactManager:
                 originals[index] = cut.original
         return stored, originals
 
-    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Append with write-time truncation (originals archived in the same transaction)."""
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, token: str | None = None
+    ) -> list[int]:
+        """Append with write-time truncation (originals archived in the same transaction).
+
+        `token` is the batch's idempotency token (see `SessionStore.append`).
+        """
         stored, originals = self.truncate_outputs(items)
-        seqs = await self.store.append(session_id, stored, originals=originals)
+        seqs = await self.store.append(session_id, stored, originals=originals, token=token)
         if originals:  # the running agent still holds the full outputs: rebuild its inputs
             mark_compacted(session_id, id(self.store))
         return seqs
