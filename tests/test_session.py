@@ -289,7 +289,7 @@ async def test_the_sdks_responses_compaction_session_wraps_sqlsession_unchanged(
     with OpenAIServer() as server:
         server.enqueue(ok("the summary"))
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
-        async with SessionStore(db_url, create_tables=True) as store:
+        async with client, SessionStore(db_url, create_tables=True) as store:
             inner = SQLSession("cmp", store)
             wrapped = OpenAIResponsesCompactionSession("cmp", inner, client=client)
             outputs, _ = await _run_three_turns(wrapped)
