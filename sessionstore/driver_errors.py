@@ -27,6 +27,8 @@ _LOST: Final = (
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,
 )
+# SQLite's words for a file that cannot be reached (a missing directory, a dead disk).
+_SQLITE_LOST: Final = ("unable to open database file", "disk I/O error")
 _REDACTOR: Final = Redactor()
 
 
@@ -43,7 +45,10 @@ def is_connection_lost(error: BaseException) -> bool:
     """The connection is gone (refused, closed, terminated, broken mid-statement)."""
     if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
         return True
-    return isinstance(driver_error(error), _LOST)
+    inner = driver_error(error)
+    if isinstance(inner, sqlite3.OperationalError):
+        return any(words in str(inner) for words in _SQLITE_LOST)
+    return isinstance(inner, _LOST)
 
 
 def is_database_error(error: BaseException) -> bool:
@@ -91,6 +96,8 @@ def _lost_kind(error: BaseException) -> str:
         return "timed out"
     if isinstance(inner, asyncpg.exceptions.OperatorInterventionError):
         return "the server ended the connection"
+    if isinstance(inner, sqlite3.OperationalError):
+        return str(inner).splitlines()[0]  # SQLite's own words, from _SQLITE_LOST
     return "the connection was lost"
 
 

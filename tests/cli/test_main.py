@@ -57,7 +57,7 @@ def test_compactctl_maps_errors_the_same_way(uncompacted: str) -> None:
     ("url", "reason"),
     [
         ("sqlite:////nonexistent-dir/x.db", "unable to open database file"),
-        ("postgresql://postgres@127.0.0.1:1/x", "Connect call failed"),
+        ("postgresql://postgres@127.0.0.1:1/x", "connection refused"),
     ],
 )
 def test_an_unreachable_database_is_one_message_and_exit_1(url: str, reason: str) -> None:
