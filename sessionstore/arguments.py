@@ -45,6 +45,14 @@ def check_non_negative(name: str, value: object, *, allow_none: bool = True) -> 
     return count
 
 
+def check_positive(name: str, value: object) -> int:
+    """A whole number > 0."""
+    count = check_count(name, value, allow_none=False)
+    if count is None or count <= 0:
+        raise ValueError(f"{name} must be > 0, got {count}")
+    return count
+
+
 def item_list(items: object) -> Sequence[Mapping[str, Any]]:
     """The items as a list, read once: a generator works, a lone dict or a str does not."""
     if isinstance(items, str | bytes | Mapping):

@@ -98,6 +98,7 @@ def build_store(
         create_tables=config.store.create_tables,
         sqlite_busy_timeout_ms=config.store.sqlite_busy_timeout_ms,
         timeout_s=config.store.timeout_s,
+        max_item_bytes=config.store.max_item_bytes,
         sqlite_synchronous=config.store.sqlite_synchronous,
         keyring=_keyring(config.keys, env),
         redactor=Redactor(

@@ -72,6 +72,7 @@ class StoreSettings(BaseModel):
     create_tables: bool | None = None  # None: True for SQLite, False for PostgreSQL
     sqlite_busy_timeout_ms: int = Field(5000, ge=0)
     timeout_s: float = Field(60.0, gt=0)  # bounds every wait inside the store
+    max_item_bytes: int = Field(64 * 1024 * 1024, gt=0)  # larger items are refused
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     encrypt_payloads: bool = False
     redact_archives: bool = False

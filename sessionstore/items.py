@@ -36,11 +36,13 @@ MAX_NESTING: Final = 256
 _JSON_SCALARS: Final = (str, int, float, bool, type(None))
 
 
-def encode_payload(item: object, index: int) -> str:
+def encode_payload(item: object, index: int, max_bytes: int | None = None) -> str:
     """Serialize one item to compact JSON, or explain precisely why it cannot be stored.
 
     Errors name the item's position, the field path and the kind of value, never the
-    value itself (it may be a secret).
+    value itself (it may be a secret). An item larger than `max_bytes` is refused
+    before it is encoded (its text alone, counted while it is checked, is too much)
+    or right after (its exact UTF-8 JSON size).
     """
     if not isinstance(item, Mapping):
         raise InvalidItemError(
@@ -48,7 +50,10 @@ def encode_payload(item: object, index: int) -> str:
             "JSON objects (dicts) such as {'role': 'user', 'content': 'hi'}. Convert SDK "
             "objects with .model_dump(mode='json') or item.to_input_item() first."
         )
-    check_json_object(item, f"item #{index}")
+    label = f"item #{index}"
+    chars = check_json_object(item, label)
+    if max_bytes is not None and chars > max_bytes:
+        raise _too_large(label, chars, max_bytes)
     try:
         text = _COMPACT_JSON.encode(item)
     except (TypeError, ValueError) as exc:  # what the walk lets through: a NaN or infinity
@@ -57,43 +62,92 @@ def encode_payload(item: object, index: int) -> str:
             "floats have no JSON form). Replace them with null or a string; nothing was stored."
         ) from None
     if text.isascii():  # O(1): CPython records it; most payloads need no UTF-8 check
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # Lone surrogates cannot be stored as UTF-8 text; escaping keeps the exact value.
-        text = _COMPACT_ASCII_JSON.encode(item)
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            # Lone surrogates cannot be stored as UTF-8 text; escaping keeps the exact value.
+            text = _COMPACT_ASCII_JSON.encode(item)
+            size = len(text)
+    if max_bytes is not None and size > max_bytes:
+        raise _too_large(label, size, max_bytes)
     return text
 
 
-def check_json_object(value: Mapping[str, Any], label: str) -> None:
+def rough_chars(items: Sequence[object]) -> int:
+    """The characters in the items' top-level strings and text parts: O(fields), enough
+    to tell a turn from a bulk tool output before any real work."""
+    total = 0
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        for value in item.values():
+            if type(value) is str:
+                total += len(value)
+            elif type(value) is list:
+                for part in value:
+                    if type(part) is dict and type(text := part.get("text")) is str:
+                        total += len(text)
+    return total
+
+
+def check_item_size(item: object, index: int, max_bytes: int) -> None:
+    """Refuse an item whose text alone exceeds `max_bytes`, before any other work on it."""
+    if isinstance(item, Mapping):
+        label = f"item #{index}"
+        chars = check_json_object(item, label)
+        if chars > max_bytes:
+            raise _too_large(label, chars, max_bytes)
+
+
+def _too_large(label: str, size: int, max_bytes: int) -> InvalidItemError:
+    return InvalidItemError(
+        f"{label} is {size:,} bytes or more, above the store's max_item_bytes "
+        f"({max_bytes:,}); store large tool outputs elsewhere and keep a reference, or "
+        "raise max_item_bytes; nothing was stored."
+    )
+
+
+def check_json_object(value: Mapping[str, Any], label: str) -> int:
     """Every key a string, every value a JSON type, nesting bounded: what a value would
     lose or break in JSON is refused here rather than silently changed (an int key would
     come back as a string). A fast pass on the hot path; paths only once something is off.
-    `label` names the value in the error ("item #3", "metadata")."""
-    if _well_formed(value):
-        return
+    `label` names the value in the error ("item #3", "metadata"). Returns the number of
+    characters in its keys and strings (a lower bound of its JSON size)."""
+    chars = _well_formed(value)
+    if chars is not None:
+        return chars
     _explain(value, "", 1, label)
     raise AssertionError("unreachable: _explain raises for what _well_formed refused")
 
 
-def _well_formed(item: Mapping[str, Any]) -> bool:
+def _well_formed(item: Mapping[str, Any]) -> int | None:
+    """The characters of the item's keys and strings, or None if something is off."""
+    chars = 0
     stack: list[tuple[Any, int]] = [(item, 1)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_NESTING:
-            return False
+            return None
         if type(value) is dict or isinstance(value, Mapping):
             for key, child in value.items():
                 if type(key) is not str:
-                    return False
-                if type(child) is not str:
+                    return None
+                chars += len(key)
+                if type(child) is str:
+                    chars += len(child)
+                else:
                     stack.append((child, depth + 1))
         elif type(value) is list or isinstance(value, tuple):
-            stack.extend((child, depth + 1) for child in value if type(child) is not str)
+            for child in value:
+                if type(child) is str:
+                    chars += len(child)
+                else:
+                    stack.append((child, depth + 1))
         elif not isinstance(value, _JSON_SCALARS):
-            return False
-    return True
+            return None
+    return chars
 
 
 def _explain(value: object, path: str, depth: int, label: str) -> None:

@@ -35,6 +35,7 @@ from .arguments import (
     check_count,
     check_flag,
     check_non_negative,
+    check_positive,
     check_session_id,
     item_list,
 )
@@ -62,6 +63,7 @@ _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 DEFAULT_MODEL: Final = "gpt-4o"
+DEFAULT_MAX_ITEM_BYTES: Final = 64 * 1024 * 1024  # a row, and a transaction, stay bounded
 PUBLISHER_FLUSH_TIMEOUT_S: Final = 2.0  # the Ariadne timeout: a dead collector costs at most this
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
@@ -573,6 +575,11 @@ _TOKEN_SEQ: Final = sa.select(messages.c.seq).where(
 _MAX_TOKEN_LENGTH: Final = 128
 
 
+# Preparing this much text (validate, encode, count) takes ~10 ms; a batch with more is
+# prepared on a worker thread so the event loop keeps serving other tasks.
+_PREPARE_INLINE_MAX_CHARS: Final = 64 * 1024
+
+
 def _read_token_seq(conn: Connection, session_id: str, token: str) -> int:
     """The first seq of the stored batch with this token."""
     return int(conn.execute(_TOKEN_SEQ, {"sid": session_id, "token": token}).scalar_one())
@@ -642,6 +649,7 @@ class SessionStore:
         *,
         engine: AsyncEngine | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
         model: str = DEFAULT_MODEL,
         estimator: TokenEstimator | None = None,
         create_tables: bool | None = None,
@@ -670,6 +678,7 @@ class SessionStore:
         SQLAlchemySession takes it): `store.engine` returns it, the store's own
         work runs on connections it opens to the same database, one pool per
         event loop. `timeout_s` bounds every wait inside the store.
+        `max_item_bytes` refuses larger items (InvalidItemError) before any work on them.
         """
         if engine is not None and url is not None:
             raise TypeError("pass a url or an engine, not both")
@@ -682,6 +691,7 @@ class SessionStore:
             raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
         self.url = resolve_url(engine.url if engine is not None else url)
         self.timeout_s = float(timeout_s)
+        self.max_item_bytes = check_positive("max_item_bytes", max_item_bytes)
         self.database = open_database(
             self.url,
             engine=engine,
@@ -778,10 +788,11 @@ class SessionStore:
         token = _append_token(token)
         if not items:
             return []
-        payloads = [codec.encode_payload(item, index) for index, item in enumerate(items)]
-        names = codec.call_names_in(items)  # validated above: every item is a mapping
-        infos = [codec.describe(item, names) for item in items]
-        counts = [self.estimator.count_item(item) for item in items]
+        if codec.rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
+            prepared = await asyncio.to_thread(self._prepare, items)
+        else:  # a thread hop costs more than preparing a turn
+            prepared = self._prepare(items)
+        payloads, infos, counts = prepared
         await self.ensure_ready()
         batch = _Batch(
             session_id=session_id,
@@ -800,6 +811,16 @@ class SessionStore:
         except StoreUnavailableError as error:
             error.token = token
             raise
+
+    def _prepare(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[str], list[codec.ItemInfo], list[int]]:
+        """Validate, encode, describe and count a batch: the CPU work of an append."""
+        limit = self.max_item_bytes
+        payloads = [codec.encode_payload(item, index, limit) for index, item in enumerate(items)]
+        names = codec.call_names_in(items)  # validated above: every item is a mapping
+        infos = [codec.describe(item, names) for item in items]
+        return payloads, infos, [self.estimator.count_item(item) for item in items]
 
     async def _write_batch(
         self, batch: _Batch, originals: Mapping[int, Mapping[str, Any]]

@@ -415,3 +415,19 @@ async def test_bad_arguments_fail_clearly_before_anything_is_written(
     with pytest.raises(error, match=fragment):
         await call(store)
     assert [row.item for row in await store.history("s")] == [{"role": "user", "content": "before"}]
+
+
+async def test_an_item_above_max_item_bytes_is_refused_before_any_work(db_url: str) -> None:
+    big = {"type": "function_call_output", "call_id": "c", "output": "x" * 200_000}
+    async with SessionStore(db_url, create_tables=True, max_item_bytes=100_000) as store:
+        manager = CompactManager(CompactConfig(storage=store))
+        await store.append("s", [{"role": "user", "content": "before"}])
+        with pytest.raises(InvalidItemError, match=r"item #1 is 200,\d+ bytes or more, above"):
+            await store.append("s", [{"role": "user", "content": "ok"}, big])
+        with pytest.raises(InvalidItemError, match="max_item_bytes"):
+            await manager.append("s", [big])  # refused before truncation and archiving
+        assert len(await store.history("s")) == 1
+        async with store.engine.connect() as conn:
+            assert (await conn.exec_driver_sql("SELECT count(*) FROM archives")).scalar() == 0
+    with pytest.raises(ValueError, match="max_item_bytes must be > 0"):
+        SessionStore(db_url, max_item_bytes=0)

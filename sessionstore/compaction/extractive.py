@@ -11,6 +11,7 @@ alone is too long).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -746,8 +747,11 @@ class ExtractiveSummarizer:
         self._estimator = estimator or estimator_for_model("gpt-4o")
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        """Carry the prior summary's facts, add the new ones, and fit them in max_tokens."""
-        text = self.render(request)
+        """Carry the prior summary's facts, add the new ones, and fit them in max_tokens.
+
+        On a worker thread: summarizing thousands of items would stall the event loop.
+        """
+        text = await asyncio.to_thread(self.render, request)
         return SummaryResult(text=text, output_tokens=self._estimator.count_text(text))
 
     def render(self, request: SummaryRequest) -> str:

@@ -20,7 +20,7 @@ from agents.tracing import custom_span, get_current_trace
 
 from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
-from ..items import text_of
+from ..items import check_item_size, rough_chars, text_of
 from ..loops import KeyedLocks
 from ..store import SessionStore, StoredRow, visible_rows
 from ..tokens import TokenEstimator
@@ -186,11 +186,21 @@ class CompactManager:
 
         `token` is the batch's idempotency token (see `SessionStore.append`).
         """
-        stored, originals = self.truncate_outputs(items)
+        if rough_chars(items) > self.policy.truncation.max_bytes:  # big: off the event loop
+            stored, originals = await asyncio.to_thread(self._checked_truncation, items)
+        else:
+            stored, originals = self._checked_truncation(items)
         seqs = await self.store.append(session_id, stored, originals=originals, token=token)
         if originals:  # the running agent still holds the full outputs: rebuild its inputs
             mark_compacted(session_id, id(self.store))
         return seqs
+
+    def _checked_truncation(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
+        for index, item in enumerate(items):  # before truncation works on an oversized one
+            check_item_size(item, index, self.store.max_item_bytes)
+        return self.truncate_outputs(items)
 
     # ------------------------------------------------ the seed's list-based API
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,15 +92,16 @@ def truncate_tool_output(
         if cut is None:
             return None
         new_value: str | list[Any] = cut.text
-        removed = cut.removed
+        removed, unit = cut.removed, cut.unit
     elif isinstance(value, list):
         parts = _truncate_parts(value, meter)
         if parts is None:
             return None
         new_value, removed = parts
+        unit = meter.unit
     else:
         return None
-    return TruncatedItem({**item, key: new_value}, item, removed, meter.unit)
+    return TruncatedItem({**item, key: new_value}, item, removed, unit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +125,35 @@ class _Meter:
     def truncate(self, text: str) -> TruncatedText | None:
         if not self.may_exceed((text,)):
             return None
+        if self.unit == "tokens" and len(text) > max(_HUGE_CHARS, self.limit * _WINDOW_FACTOR):
+            return self.cut_huge(text)
         size = self.size(text)
         return None if size <= self.limit else self.cut(text, size, self.budget)
 
-    def marker(self, removed: int) -> str:
-        return f"…{removed} {self.unit} truncated…"
+    def marker(self, removed: int, unit: TruncationUnit | None = None) -> str:
+        return f"…{removed} {unit or self.unit} truncated…"
+
+    def cut_huge(self, text: str) -> TruncatedText:
+        """Cut a text far above the limit counting only what is kept (tokenizing all of a
+        50 MB output took longer than everything else an append does): the head and tail
+        are fitted within windows at the ends, and what was removed is reported in bytes."""
+        window = int(self.limit * _WINDOW_FACTOR)
+        head_text, tail_text = text[:window], text[-window:]
+        head_budget = self.budget // 2
+        head_len, _ = _longest_fit(
+            window, self.size(head_text), head_budget, lambda n: self.size(head_text[:n])
+        )
+        tail_len, _ = _longest_fit(
+            window,
+            self.size(tail_text),
+            self.budget - head_budget,
+            lambda n: self.size(tail_text[window - n :]),
+        )
+        head, tail = text[:head_len], text[len(text) - tail_len :]
+        removed = _utf8_len(text) - _utf8_len(head) - _utf8_len(tail)
+        lines = _line_count(text)
+        body = f"{head}\n{self.marker(removed, 'bytes')}\n{tail}"
+        return TruncatedText(f"Total output lines: {lines}\n\n{body}", removed, "bytes", lines)
 
     def cut(self, text: str, size: int, budget: int) -> TruncatedText:
         """Keep the longest head within budget/2 and tail within the rest; `size` > budget."""
@@ -149,6 +174,15 @@ class _Meter:
         lines = _line_count(text)
         body = f"{text[:head_len]}\n{self.marker(removed)}\n{rest[len(rest) - tail_len :]}"
         return TruncatedText(f"Total output lines: {lines}\n\n{body}", removed, self.unit, lines)
+
+
+# A text of more than _HUGE_CHARS characters (counting it takes over ~100 ms) is cut
+# without counting it whole: its head and tail are fitted within windows of
+# _WINDOW_FACTOR x the limit at its ends. A window holds half the budget unless the text
+# averages ~10 characters a token (long runs of one character); then the window, within
+# the budget, is kept whole.
+_HUGE_CHARS: Final = 1_000_000
+_WINDOW_FACTOR: Final = 4
 
 
 def _meter(policy: TruncationPolicy, estimator: TokenEstimator | None) -> _Meter | None:

@@ -310,3 +310,19 @@ def test_chat_content_parts_are_truncated() -> None:
     [part] = result.item["content"]
     assert part["text"].endswith("\n…200 bytes truncated…\n" + "q" * 50)
     assert result.removed == 200
+
+
+def test_a_huge_output_is_cut_counting_only_what_is_kept() -> None:
+    text = shell_output(60_000)  # ~4 MB: counting all of it would tokenize 4 MB
+    spy = SpyEstimator()
+    item = {"type": "function_call_output", "call_id": "c", "output": text}
+    result = truncate_tool_output(item, TruncationPolicy(), spy)
+    assert result is not None and result.unit == "bytes"
+    output = result.item["output"]
+    assert output.startswith("Total output lines: 60000\n\n-rw-r--r--")
+    assert output.endswith(text[-40:])
+    assert EXACT.count_text(output) <= 5000 + 20
+    head, tail = output.split(f"\n…{result.removed} bytes truncated…\n")
+    kept = utf8(head.removeprefix("Total output lines: 60000\n\n")) + utf8(tail)
+    assert result.removed == utf8(text) - kept
+    assert sum(spy.calls) < len(text) / 10  # only windows at the two ends were tokenized
