@@ -62,8 +62,8 @@ def resolve_url(url: str | URL | None = None) -> URL:
     try:
         parsed = make_url(raw)
     except ArgumentError:
-        raise UnsupportedURLError(
-            f"could not parse database URL {str(raw)[:60]!r}; expected {_SUPPORTED}"
+        raise UnsupportedURLError(  # the text is not quoted: it may hold a password
+            f"could not parse the database URL; expected {_SUPPORTED}"
         ) from None
     driver = parsed.drivername
     if driver in _SQLITE_DRIVERS:
@@ -179,9 +179,7 @@ class SQLiteDatabase:
         **kwargs: Any,
     ):
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-            raise ValueError(
-                f"sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
-            )
+            raise ValueError("sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA")
         self.url = url
         self._memory = is_memory_sqlite(url)
         kwargs.setdefault("connect_args", {"check_same_thread": False})

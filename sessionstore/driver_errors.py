@@ -16,7 +16,7 @@ import asyncpg
 from sqlalchemy import exc as sa_exc
 
 from .errors import DuplicateAppendError, StoreError, StoreUnavailableError
-from .redaction import Redactor
+from .redaction import default_redactor
 
 _TOKEN_INDEX: Final = ("ux_messages_append_token", "messages.append_token")
 # asyncpg raises these when the server ends the session or the socket breaks.
@@ -29,7 +29,6 @@ _LOST: Final = (
 )
 # SQLite's words for a file that cannot be reached (a missing directory, a dead disk).
 _SQLITE_LOST: Final = ("unable to open database file", "disk I/O error")
-_REDACTOR: Final = Redactor()
 
 
 def driver_error(error: BaseException) -> BaseException:
@@ -84,7 +83,7 @@ def translate(
         return DuplicateAppendError("an append batch with this idempotency token is stored")
     return StoreError(
         f"the database at {where} refused the operation ({_error_class(kind)}: "
-        f"{_REDACTOR.text(text)[:200]}); nothing was changed."
+        f"{default_redactor().text(text)[:200]}); nothing was changed."
     )
 
 

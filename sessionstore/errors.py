@@ -8,7 +8,20 @@ from __future__ import annotations
 
 
 class SessionStoreError(Exception):
-    """Base class for every error raised by sessionstore."""
+    """Base class for every error raised by sessionstore.
+
+    Its text goes through the default redactor as it is made: a message that names a
+    field path or a URL cannot carry a key or password into a log or a traceback.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(_redacted(arg) if isinstance(arg, str) else arg for arg in args))
+
+
+def _redacted(text: str) -> str:
+    from .redaction import default_redactor  # errors sit below everything else at import
+
+    return default_redactor().text(text)
 
 
 class UnsupportedURLError(SessionStoreError, ValueError):

@@ -12,6 +12,7 @@ a tool printed, including megabytes of base64.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -284,3 +285,9 @@ def redaction_disabled_event(session_id: str | None = None) -> Event:
             ),
         },
     )
+
+
+@functools.cache
+def default_redactor() -> Redactor:
+    """One Redactor with the default patterns, for texts that have no configured one."""
+    return Redactor()

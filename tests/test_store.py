@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import InvalidItemError, SessionStore
+from sessionstore.archive.reader import read_archives
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.tokens import estimator_for_model
 from tests.conftest import scalar
@@ -431,3 +432,23 @@ async def test_an_item_above_max_item_bytes_is_refused_before_any_work(db_url: s
             assert (await conn.exec_driver_sql("SELECT count(*) FROM archives")).scalar() == 0
     with pytest.raises(ValueError, match="max_item_bytes must be > 0"):
         SessionStore(db_url, max_item_bytes=0)
+
+
+async def test_a_50_mb_tool_output_through_a_manager_is_cut_and_archived_whole(
+    db_url: str,
+) -> None:
+    line = "2026-11-25 INFO worker processed batch 1842 in 12.4 ms\n"
+    output = (line * (50_000_000 // len(line) + 1))[:50_000_000]
+    call = {"type": "function_call", "call_id": "c1", "name": "logs", "arguments": "{}"}
+    result = {"type": "function_call_output", "call_id": "c1", "output": output}
+    async with SessionStore(db_url, create_tables=True) as store:
+        manager = CompactManager(CompactConfig(storage=store))
+        await manager.append("s", [call, result])
+        stored = (await store.load_context("s"))[1]["output"]
+        assert len(stored) < 40_000 and stored.endswith(output[-30:])
+        assert "bytes truncated" in stored
+        rows = await store.history("s")
+        assert rows[1].archive_id is not None
+        (archive,) = await read_archives(store, "s")
+        assert archive.archive_id == rows[1].archive_id
+        assert [record["item"] for record in archive.records] == [result]  # the whole original

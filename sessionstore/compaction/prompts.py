@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 from openai.types.chat import ChatCompletionMessageParam
 
 from ..items import answered_call, call_names_in, calls_in, role_of, text_of
+from ..redaction import default_redactor
 from .summarizer import SummaryRequest
 
 __all__ = [
@@ -106,7 +107,8 @@ def resolve_strategy(name: str, custom: Mapping[str, str] | None = None) -> Stra
     templates = {**BUILTIN_STRATEGIES, **(custom or {})}
     if name not in templates:
         valid = ", ".join(sorted(templates))
-        raise ValueError(f"unknown summarization strategy {name!r}; valid strategies: {valid}")
+        shown = default_redactor().text(repr(name))  # a name is echoed, a pasted key is not
+        raise ValueError(f"unknown summarization strategy {shown}; valid strategies: {valid}")
     return Strategy(name, templates[name])
 
 

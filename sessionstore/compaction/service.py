@@ -314,6 +314,8 @@ class CompactManager:
         `extra_tokens` counts what the next model call adds beyond the stored
         context (instructions, tool schemas, unsaved input) so the result fits.
         """
+        if strategy is not None:  # an unknown name fails now, not when there is work
+            resolve_strategy(strategy, self.policy.custom_strategies)
         async with self._locks(session_id).hold(self.config.lock_timeout_s):
             for _ in range(_CAS_ATTEMPTS):
                 outcome = await self._compact_once(
