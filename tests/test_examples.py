@@ -268,3 +268,32 @@ async def test_sql_queries_answer_from_history_on_both_backends(
     assert answers["Which tools were called most?"][0].split() == ["read_file", "8"]
     again = _run("sql_queries.py", tmp_path, env={"SESSIONSTORE_URL": db_url})
     assert again.stdout == first.stdout  # the history is stored once; the answers are stable
+
+
+def test_chat_loop_runs_against_an_openai_compatible_server(tmp_path: Path) -> None:
+    from tests.support.openai_server import OpenAIServer, ok, tool_call
+
+    with OpenAIServer() as server:
+        for order in range(7001, 7006):
+            server.enqueue(
+                tool_call("lookup_order", {"order": order}), ok(f"{order} is on its way")
+            )
+        env = {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url, "CHAT_MODEL": "m"}
+        result = _run("chat_loop.py", tmp_path, env=env)
+        tool_results = [
+            message["content"]
+            for request in server.requests
+            for message in request.body["messages"]
+            if message["role"] == "tool"
+        ]
+    assert result.returncode == 0, result.stderr
+    assert "order 7005: 7005 is on its way" in result.stdout
+    found = re.search(r"^(\d+) compactions, (\d+) tokens in context", result.stdout, re.M)
+    assert found is not None and int(found[1]) >= 1 and int(found[2]) <= 1_000
+    assert "Order 7005: shipped" in tool_results[-1]
+    assert (tmp_path / "sessionstore.db").exists()  # the default database, in the cwd
+
+
+def test_chat_loop_says_what_it_needs_without_a_key(tmp_path: Path) -> None:
+    result = _run("chat_loop.py", tmp_path)
+    assert result.returncode == 1 and "set OPENAI_API_KEY" in result.stderr

@@ -82,37 +82,19 @@ async def filter_model_input(manager: CompactManager, data: CallModelData[Any]) 
     """The pre-flight step before a model call: estimate, maybe compact, rebuild, clean."""
     items: list[Any] = list(data.model_data.input)
     instructions = data.model_data.instructions
-    system, schema = manager.fixed_costs.cost(manager, instructions, tool_schemas(data.agent))
     run = current_run(store_id=id(manager.store))
     if run is None:
         # Not a SQLSession run of this manager's store: nothing to persist, only hygiene.
         return _model_input(items, instructions)
     unsaved = items[min(run.stored_prefix, len(items)) :]
-    unsaved_tokens = sum(manager.estimator.count_item(item) for item in unsaved)
-    stored_tokens = await manager.store.context_tokens(run.session_id)
-    t_est = stored_tokens + unsaved_tokens + system + schema
-    decision = manager.decide(t_est)
-    if decision.triggered or manager.config.record_idle_decisions:
-        breakdown = {
-            "system": system,
-            "tools_schema": schema,
-            "messages": stored_tokens + unsaved_tokens,
-        }
-        await manager.store.record_events(
-            [
-                manager.estimate_event(run.session_id, t_est, breakdown),
-                *([] if decision.triggered else [manager.decision_event(run.session_id, decision)]),
-            ]
-        )
-    if decision.triggered:
-        outcome = await manager.compact(
-            run.session_id,
-            trigger=decision.reason,
-            note="preflight",
-            extra_tokens=unsaved_tokens + system + schema,
-        )
-        if outcome.compacted:
-            mark_compacted(run.session_id, id(manager.store))
+    compacted = await manager.before_model_call(
+        run.session_id,
+        unsaved_tokens=sum(manager.estimator.count_item(item) for item in unsaved),
+        instructions=instructions,
+        tools=tool_schemas(data.agent),
+    )
+    if compacted:
+        mark_compacted(run.session_id, id(manager.store))
     if run.compacted:
         items = [*await manager.store.load_context(run.session_id), *unsaved]
     return _model_input(items, instructions)

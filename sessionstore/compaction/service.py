@@ -219,24 +219,46 @@ class CompactManager:
         the list). Keep the returned list and append to it, as with the seed API.
         """
         await self._mirror(session_id, messages)
-        system, schema = self.fixed_costs.cost(self, instructions, list(tools or []))
-        stored = await self.store.context_tokens(session_id)
-        t_est = stored + system + schema
-        decision = self.decide(t_est)
-        breakdown = {"system": system, "tools_schema": schema, "messages": stored}
-        if not decision.triggered:
-            await self.store.record_events(
-                [
-                    self.estimate_event(session_id, t_est, breakdown),
-                    self.decision_event(session_id, decision),
-                ]
-            )
-            return await self.store.load_context(session_id)
-        await self.store.record_events([self.estimate_event(session_id, t_est, breakdown)])
-        await self.compact(
-            session_id, trigger=decision.reason, note="preflight", extra_tokens=system + schema
-        )
+        await self.before_model_call(session_id, instructions=instructions, tools=tools or ())
         return await self.store.load_context(session_id)
+
+    async def before_model_call(
+        self,
+        session_id: str,
+        *,
+        unsaved_tokens: int = 0,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> bool:
+        """The pre-flight every adapter runs before a model call; True if it compacted.
+
+        The estimate is the stored context's running total (O(1)) plus what the caller
+        holds unsaved, the instructions and the tool schemas; the decision is recorded
+        (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
+        with room for what the call adds. After True, reload the stored context.
+        """
+        system, schema = self.fixed_costs.cost(self, instructions, list(tools))
+        stored_tokens = await self.store.context_tokens(session_id)
+        t_est = stored_tokens + unsaved_tokens + system + schema
+        decision = self.decide(t_est)
+        if decision.triggered or self.config.record_idle_decisions:
+            breakdown = {
+                "system": system,
+                "tools_schema": schema,
+                "messages": stored_tokens + unsaved_tokens,
+            }
+            estimate = self.estimate_event(session_id, t_est, breakdown)
+            idle = [] if decision.triggered else [self.decision_event(session_id, decision)]
+            await self.store.record_events([estimate, *idle])
+        if not decision.triggered:
+            return False
+        outcome = await self.compact(
+            session_id,
+            trigger=decision.reason,
+            note="preflight",
+            extra_tokens=unsaved_tokens + system + schema,
+        )
+        return outcome.compacted
 
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"
