@@ -33,12 +33,13 @@ from agents.run_config import CallModelData, ModelInputData
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
+from sessionstore.adapters.agents_sdk import input_filter
+from sessionstore.adapters.agents_sdk.tracking import track_load
 from sessionstore.compaction.normalize import normalize
 from sessionstore.compaction.partition import build_units, fit
 from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.service import CompactConfig, CompactManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
-from sessionstore.compaction.tracking import track_load
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.store import visible_rows
 
@@ -210,7 +211,7 @@ async def bench_preflight(url: str, repeats: int) -> None:
                 )
             )
             label = "ours, decision events stored" if record else "ours, decisions not stored"
-            contenders[label] = partial(manager.model_input_filter, data)
+            contenders[label] = partial(input_filter(manager), data)
 
         async def naive() -> int:
             return sum(store.estimator.count_item(item) for item in model_input)

@@ -13,7 +13,8 @@ from typing import Any
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message
 
-from sessionstore import SessionStore, SQLSession
+from sessionstore import SessionStore
+from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactConfig, CompactManager
 from sessionstore.exporters import ConsoleExporter, EventBus
 
@@ -31,7 +32,7 @@ async def main(turns: int = 12) -> None:
     store = SessionStore("sqlite:///minimal.db", publisher=events)
     manager = CompactManager(CompactConfig(max_context_tokens=3_000, storage=store))
     session = SQLSession("user-42", manager=manager)
-    run_config = RunConfig(call_model_input_filter=manager.model_input_filter)
+    run_config = RunConfig(call_model_input_filter=input_filter(manager))
     agent = Agent(name="assistant", instructions="Be brief.", model=_model(turns))
     # ----------------------------------------------------------------------------
     await session.clear_session()

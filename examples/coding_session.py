@@ -37,7 +37,8 @@ from agents import (
 from agents.testing import assistant_message, function_call
 from online_or_offline import agent_model, summarizer
 
-from sessionstore import SessionStore, SQLSession
+from sessionstore import SessionStore
+from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.exporters import ConsoleExporter, EventBus, Exporter
 from sessionstore.exporters.ariadne import AriadneExporter
@@ -338,7 +339,7 @@ async def main() -> None:
             model=agent_model(_script),
             tools=[read_file, grep, write_file, run_tests, remember],
         )
-        run_config = RunConfig(call_model_input_filter=manager.model_input_filter)
+        run_config = RunConfig(call_model_input_filter=input_filter(manager))
         for prompt in PROMPTS:
             result = await Runner.run(
                 agent, prompt, session=session, run_config=run_config, context=workspace

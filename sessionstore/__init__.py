@@ -21,7 +21,7 @@ from .errors import (
 from .store import SessionInfo, SessionStore, StoredRow
 
 if TYPE_CHECKING:
-    from .session import SQLSession
+    from .adapters.agents_sdk import SQLSession
 
 __all__ = [
     "InvalidItemError",
@@ -41,7 +41,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "SQLSession":
-        from .session import SQLSession
+        from .adapters.agents_sdk import SQLSession
 
         return SQLSession
     raise AttributeError(f"module 'sessionstore' has no attribute {name!r}")

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
+from .adapters.agents_sdk import SQLSession, input_filter
 from .items import text_of
-from .session import SQLSession
 from .store import SessionStore, StoredRow
 
 DEMO_SESSION = "demo"
@@ -218,7 +218,7 @@ async def run_long_session(
             tools=[read_logs],
         )
         session = SQLSession(session_id, store, manager=manager)
-        config = RunConfig(call_model_input_filter=manager.model_input_filter)
+        config = RunConfig(call_model_input_filter=input_filter(manager))
         traffic, step = 0, 0
         while traffic < factor * window:
             service = SERVICES[step % len(SERVICES)]

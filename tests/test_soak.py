@@ -30,9 +30,9 @@ from agents.testing.model import ModelCall
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
+from sessionstore.adapters.agents_sdk import input_filter, tool_schemas
 from sessionstore.archive.reader import read_archives
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy, TruncationPolicy
-from sessionstore.compaction.sdk import tool_schemas
 from sessionstore.store import StoredRow
 from sessionstore.tokens import TokenEstimator, count_tools
 from tests.support.histories import words
@@ -233,7 +233,7 @@ async def soak_run(store: SessionStore, plan: SoakPlan) -> RunStats:
     fixed += estimator.count_item({"role": "system", "content": INSTRUCTIONS})
     script = MeasuringScript(plan, estimator, fixed)
     session = SQLSession(session_id, store, manager=manager)
-    run_config = RunConfig(call_model_input_filter=manager.model_input_filter)
+    run_config = RunConfig(call_model_input_filter=input_filter(manager))
     rules = {"role": "developer", "content": f"Rules: {words(script.rng, plan.pinned_words)}"}
     await session.add_items([rules])  # type: ignore[list-item]
     pin_turns = set(script.rng.sample(range(plan.turns), plan.pins))

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.table import Table
 
-from ..demo import (
-    DEMO_SESSION,
-    TOOLS_QUERY,
-    DemoResult,
-    LongSessionReport,
-    run_demo,
-    run_long_session,
-)
 from .common import EXIT_FAILED, UrlOption, console, shown_url
+
+if TYPE_CHECKING:
+    from ..demo import DemoResult, LongSessionReport
 
 # At 2,000 the scripted long session cannot fit one tool pair plus a summary (InsufficientBudget);
 # 4,000 leaves a margin, so a too-small --window is a usage error, not a failed run.
@@ -37,6 +32,14 @@ def demo(
     ] = 3,
 ) -> None:
     """Run a scripted agent session, restart the store, then a long session through compaction."""
+    try:  # the demo runs an Agents SDK agent; no other command needs the SDK
+        from ..demo import run_demo, run_long_session
+    except ImportError as missing:
+        raise typer.BadParameter(
+            f"the demo runs an OpenAI Agents SDK agent, and {missing.name} is not installed: "
+            "pip install 'sessionstore[agents]'",
+            param_hint="demo",
+        ) from None
     result = asyncio.run(run_demo(url))
     console.rule(f"[bold]sessionstore demo[/] on {shown_url(url)}")
     ok = _print_restart(result)
@@ -72,6 +75,8 @@ def _print_restart(result: DemoResult) -> bool:
         f"identical: [bold]{'yes' if same else 'NO'}[/]; token total before "
         f"{result.tokens_before_restart}, after {result.tokens_after_restart}."
     )
+    from ..demo import DEMO_SESSION, TOOLS_QUERY
+
     console.print(f"SQL over the history: which tools did '{DEMO_SESSION}' call?")
     console.print(f"[dim]{TOOLS_QUERY.strip()}[/]")
     for name, calls in result.tool_calls:

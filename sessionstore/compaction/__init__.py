@@ -6,7 +6,6 @@ The names most programs need are re-exported here.
 from .errors import CompactError, CompactErrorReason
 from .message import Message
 from .policy import CompactPolicy
-from .sdk import run_with_overflow_recovery
 from .service import CompactConfig, CompactionOutcome, CompactManager
 from .summarizer import Summarizer, SummaryRequest, SummaryResult
 from .truncate import TruncationPolicy
@@ -23,5 +22,4 @@ __all__ = [
     "SummaryRequest",
     "SummaryResult",
     "TruncationPolicy",
-    "run_with_overflow_recovery",
 ]

@@ -15,9 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agents.run_config import CallModelData, ModelInputData
-from agents.tracing import custom_span, get_current_trace
-
 from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
 from ..items import check_item_size, rough_chars, text_of
@@ -26,7 +23,9 @@ from ..store import SessionStore, StoredRow, visible_rows
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
+from .fixed_costs import FixedCostCache
 from .message import as_item
+from .observers import CompactionObserver
 from .partition import Partition, Unit, build_units, fit
 from .persist import (
     SUMMARY_PREFIX,
@@ -37,7 +36,6 @@ from .persist import (
 )
 from .policy import CompactPolicy, Trigger, TriggerDecision, decide
 from .prompts import resolve_strategy
-from .sdk import FixedCostCache, filter_model_input
 from .summarizer import (
     Summarizer,
     SummarizerError,
@@ -46,7 +44,6 @@ from .summarizer import (
     SummaryRequest,
     SummaryTooLongError,
 )
-from .tracking import mark_compacted
 from .truncate import truncate_tool_output
 
 _CAS_ATTEMPTS: Final = 3
@@ -145,14 +142,20 @@ class CompactManager:
         self.summarizer: Summarizer = self.config.summarizer or ExtractiveSummarizer(self.estimator)
         resolve_strategy(self.policy.strategy, self.policy.custom_strategies)  # fail fast
         self.fixed_costs = FixedCostCache()
+        self._observers: list[CompactionObserver] = []
         self._locks = KeyedLocks("the compaction lock of session")
         self._consecutive: dict[str, int] = {}
 
     # ------------------------------------------------------- integration points
 
-    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
-        """For `RunConfig(call_model_input_filter=...)`: pre-flight before every model call."""
-        return await filter_model_input(self, data)
+    def observe(self, observer: CompactionObserver) -> None:
+        """Tell `observer` of every rewrite of a stored context (added once, however often)."""
+        if observer not in self._observers:
+            self._observers.append(observer)
+
+    def _rewritten(self, session_id: str) -> None:
+        for observer in self._observers:
+            observer.context_rewritten(session_id)
 
     async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
         """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
@@ -160,8 +163,6 @@ class CompactManager:
         if not decision.triggered:
             return None
         outcome = await self.compact(session_id, trigger=decision.reason, note="turn boundary")
-        if outcome.compacted:
-            mark_compacted(session_id, id(self.store))
         return outcome
 
     def truncate_outputs(
@@ -191,8 +192,8 @@ class CompactManager:
         else:
             stored, originals = self._checked_truncation(items)
         seqs = await self.store.append(session_id, stored, originals=originals, token=token)
-        if originals:  # the running agent still holds the full outputs: rebuild its inputs
-            mark_compacted(session_id, id(self.store))
+        if originals:  # a caller still holds the full outputs: its copy is stale
+            self._rewritten(session_id)
         return seqs
 
     def _checked_truncation(
@@ -237,7 +238,7 @@ class CompactManager:
         (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
         with room for what the call adds. After True, reload the stored context.
         """
-        system, schema = self.fixed_costs.cost(self, instructions, list(tools))
+        system, schema = self.fixed_costs.cost(self.estimator, instructions, list(tools))
         stored_tokens = await self.store.context_tokens(session_id)
         t_est = stored_tokens + unsaved_tokens + system + schema
         decision = self.decide(t_est)
@@ -460,7 +461,9 @@ class CompactManager:
         if result is None:
             return None
         self.store.publish(result.events)
-        _trace(session_id, result, summary.strategy)
+        self._rewritten(session_id)
+        for observer in self._observers:
+            observer.compacted(session_id, result, summary.strategy)
         await self._deliver(write, result, summary.text)
         tokens_after = result.tokens_after + extra_tokens
         self._after(session_id, tokens_after)
@@ -697,22 +700,6 @@ class CompactManager:
             )
         )
         return found
-
-
-def _trace(session_id: str, result: CompactionResult, strategy: str) -> None:
-    """Show the compaction in the Agents SDK's own tracing when a trace is active."""
-    if get_current_trace() is None:
-        return
-    data = {
-        "session_id": session_id,
-        "version": result.version,
-        "compaction_id": result.compaction_id,
-        "tokens_after": result.tokens_after,
-        "items_after": result.items_after,
-        "strategy": strategy,
-    }
-    with custom_span("sessionstore.compaction", data=data):
-        pass
 
 
 def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from agents.tracing import TracingProcessor, set_trace_processors, set_tracing_disabled, trace
 
 from sessionstore import SessionStore
+from sessionstore.adapters.agents_sdk import watch_runs
 from sessionstore.archive.filesystem import FilesystemSink
 from sessionstore.archive.sinks import ArchiveDelivery
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
@@ -116,6 +117,7 @@ async def test_compaction_appears_in_the_sdk_trace(sqlite_url: str) -> None:
     try:
         async with SessionStore(sqlite_url) as store:
             manager = CompactManager(CompactConfig(storage=store))
+            watch_runs(manager)  # what SQLSession and input_filter subscribe for SDK runs
             await manager.append("s", coding_session(10))
             with trace("agent run"):
                 await manager.compact("s")

@@ -7,39 +7,13 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import pytest
-from agents import Agent, Runner, SQLiteSession, function_tool
+from agents import SQLiteSession
 from agents.extensions.memory import SQLAlchemySession
 from agents.memory import Session
-from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.testing import ScriptedModel, assistant_message
 
 from sessionstore import SessionStore, SQLSession
-
-
-@function_tool
-def get_weather(city: str) -> str:
-    """Return the weather for a city."""
-    return f"18C and sunny in {city}"
-
-
-def _script() -> list[Any]:
-    """Three turns: a plain answer, a tool round trip, another answer."""
-    return [
-        [assistant_message("Hello! How can I help?")],
-        [function_call("get_weather", {"city": "Paris"}, call_id="call_1")],
-        [assistant_message("It is 18C and sunny in Paris.")],
-        [assistant_message("You asked about Paris.")],
-    ]
-
-
-async def _run_three_turns(session: Any) -> tuple[list[str], list[Any]]:
-    model = ScriptedModel(_script())
-    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[get_weather])
-    outputs = []
-    for prompt in ("hi", "weather in Paris?", "what did I ask?"):
-        result = await Runner.run(agent, prompt, session=session)
-        outputs.append(str(result.final_output))
-    model.assert_complete()
-    return outputs, [call.input for call in model.calls]
+from tests.support.sdk_runs import run_three_turns
 
 
 def _normalize(items: list[Any]) -> list[Any]:
@@ -55,10 +29,10 @@ async def test_runner_sees_identical_history_as_with_sdk_sqlite_session(
     db_url: str, tmp_path: Path
 ) -> None:
     sdk_session = SQLiteSession("conv", str(tmp_path / "sdk.db"))
-    sdk_outputs, sdk_inputs = await _run_three_turns(sdk_session)
+    sdk_outputs, sdk_inputs = await run_three_turns(sdk_session)
     async with SessionStore(db_url, create_tables=True) as store:
         ours = SQLSession("conv", store)
-        our_outputs, our_inputs = await _run_three_turns(ours)
+        our_outputs, our_inputs = await run_three_turns(ours)
         assert our_outputs == sdk_outputs
         assert our_inputs == sdk_inputs  # the model saw exactly the same input every call
         assert _normalize(await ours.get_items()) == _normalize(await sdk_session.get_items())
@@ -105,8 +79,8 @@ async def test_from_url_is_a_drop_in_for_sqlalchemy_session(db_url: str) -> None
         create_tables=True,
     )
     try:
-        our_outputs, _ = await _run_three_turns(ours)
-        sdk_outputs, _ = await _run_three_turns(sdk)
+        our_outputs, _ = await run_three_turns(ours)
+        sdk_outputs, _ = await run_three_turns(sdk)
         assert our_outputs == sdk_outputs
         assert await ours.get_items() == await sdk.get_items()
     finally:
@@ -243,7 +217,7 @@ async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
         manager = CompactManager(CompactConfig(storage=store, policy=policy))
         session = Recording("rc", store, manager=manager)
         assert is_openai_responses_compaction_aware_session(session)
-        outputs, _ = await _run_three_turns(session)
+        outputs, _ = await run_three_turns(session)
         assert len(Recording.calls) == 3  # the Runner called it after every turn
         assert all(call["response_id"] == "resp-789" for call in Recording.calls)
         info = await store.session_info("rc")
@@ -268,7 +242,7 @@ async def test_the_sdks_encrypted_session_wraps_sqlsession_unchanged(db_url: str
     async with SessionStore(db_url, create_tables=True) as store:
         inner = SQLSession("enc", store)
         wrapped = EncryptedSession("enc", cast(Any, inner), encryption_key="k" * 32, ttl=600)
-        outputs, _ = await _run_three_turns(wrapped)
+        outputs, _ = await run_three_turns(wrapped)
         assert outputs[-1] == "You asked about Paris."
         plain = await wrapped.get_items()
         assert [item.get("content") for item in plain][:1] == ["hi"]
@@ -292,7 +266,7 @@ async def test_the_sdks_responses_compaction_session_wraps_sqlsession_unchanged(
         async with client, SessionStore(db_url, create_tables=True) as store:
             inner = SQLSession("cmp", store)
             wrapped = OpenAIResponsesCompactionSession("cmp", inner, client=client)
-            outputs, _ = await _run_three_turns(wrapped)
+            outputs, _ = await run_three_turns(wrapped)
             assert outputs[-1] == "You asked about Paris."
             await wrapped.run_compaction({"force": True, "compaction_mode": "input"})
             assert [r.path for r in server.requests] == ["/v1/responses/compact"]

@@ -19,8 +19,8 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 from agents.testing.model import ModelCall
 
 from sessionstore import SessionStore, SQLSession
+from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
 from sessionstore.compaction.policy import CompactPolicy
-from sessionstore.compaction.sdk import run_with_overflow_recovery
 from sessionstore.compaction.service import CompactConfig, CompactManager
 from sessionstore.items import text_of
 from sessionstore.tokens import estimator_for_model
@@ -108,7 +108,7 @@ async def test_a_session_of_three_windows_never_overflows(db_url: str) -> None:
     async with SessionStore(db_url, create_tables=True) as store:
         manager = manager_for(store)
         session = SQLSession("long", store, manager=manager)
-        config = RunConfig(call_model_input_filter=manager.model_input_filter)
+        config = RunConfig(call_model_input_filter=input_filter(manager))
         traffic = 0
         n = 0
         while traffic < 3 * WINDOW:  # everything the conversation ever held: 3 windows' worth
@@ -161,7 +161,7 @@ async def test_preflight_counts_instructions_and_tool_schemas(sqlite_url: str) -
             agent,
             "Review src/m0.py",
             session=session,
-            run_config=RunConfig(call_model_input_filter=manager.model_input_filter),
+            run_config=RunConfig(call_model_input_filter=input_filter(manager)),
         )
         async with store.engine.connect() as conn:
             payloads = [

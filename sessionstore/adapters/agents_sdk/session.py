@@ -18,17 +18,18 @@ from agents.memory.session_settings import (
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .arguments import check_session_id
-from .compaction.tracking import track_load, track_save
-from .errors import StoreUnavailableError
-from .store import SessionStore
+from ...arguments import check_session_id
+from ...errors import StoreUnavailableError
+from ...store import SessionStore
+from .observer import watch_runs
+from .tracking import track_load, track_save
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
     from agents.memory.session import OpenAIResponsesCompactionArgs
     from agents.run_context import RunContextWrapper
 
-    from .compaction.service import CompactManager
+    from ...compaction.service import CompactManager
 
 
 class SQLSession:
@@ -91,6 +92,8 @@ class SQLSession:
             else SessionSettings()
         )
         self._owns_store = owns_store
+        if manager is not None:
+            watch_runs(manager)
 
     @property
     def engine(self) -> AsyncEngine:
