@@ -11,17 +11,16 @@ import asyncio
 import hashlib
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from agents import Agent, Runner, SQLiteSession, function_tool
+from agents import SQLiteSession
 from agents.extensions.memory import SQLAlchemySession
 from agents.memory import Session
-from agents.testing import ScriptedModel, assistant_message, function_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -40,31 +39,9 @@ from sessionstore.importer import (
     open_source,
     parse_message,
 )
+from tests.support.sdk_runs import PROMPTS, converse
 
 SOURCES = ("sqlite_session", "sqlalchemy_sqlite", "sqlalchemy_postgresql")
-PROMPTS = ("hi", "what is the weather in Paris?", "thanks")
-
-
-@function_tool
-def get_weather(city: str) -> str:
-    """Return the weather for a city."""
-    return f"18C and sunny in {city}"
-
-
-async def converse(session: Session, prompts: Sequence[str]) -> None:
-    """Real Runner turns on an SDK session; a prompt about weather makes a tool round trip."""
-    steps: list[Any] = []
-    for index, prompt in enumerate(prompts):
-        if "weather" in prompt:
-            call = function_call("get_weather", {"city": "Paris"}, call_id=f"call_{index}")
-            steps += [[call], [assistant_message("It is 18C and sunny in Paris.")]]
-        else:
-            steps.append([assistant_message(f"You said: {prompt}")])
-    model = ScriptedModel(steps)
-    agent = Agent(name="assistant", instructions="Be brief.", model=model, tools=[get_weather])
-    for prompt in prompts:
-        await Runner.run(agent, prompt, session=session)
-    model.assert_complete()
 
 
 @dataclass

@@ -173,12 +173,12 @@ async def test_runner_sees_the_same_history_through_an_encrypted_store(
     from agents import SQLiteSession
 
     from sessionstore import SQLSession
-    from tests.test_session import _run_three_turns
+    from tests.support.sdk_runs import run_three_turns
 
     sdk = SQLiteSession("conv", str(tmp_path / "sdk.db"))
-    sdk_outputs, sdk_inputs = await _run_three_turns(sdk)
+    sdk_outputs, sdk_inputs = await run_three_turns(sdk)
     async with sealed_store(db_url) as store:
-        ours_outputs, ours_inputs = await _run_three_turns(SQLSession("conv", store))
+        ours_outputs, ours_inputs = await run_three_turns(SQLSession("conv", store))
         assert (ours_outputs, ours_inputs) == (sdk_outputs, sdk_inputs)
         assert await SQLSession("conv", store).get_items() == await sdk.get_items()
         assert all(row.payload is None for row in await raw_rows(store, "conv"))

@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore.cli import app
-from tests.test_importer import PROMPTS, converse
+from tests.support.sdk_runs import PROMPTS, converse
 
 runner = CliRunner()
 
