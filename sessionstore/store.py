@@ -29,8 +29,8 @@ from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import items as codec
-from .archive.codec import encode_archive
-from .archive.sealing import archive_columns
+from .archive_codec import encode_archive
+from .archive_sealing import archive_columns
 from .arguments import (
     check_count,
     check_flag,

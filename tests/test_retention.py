@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.archive.codec import decode_archive
+from sessionstore.archive_codec import decode_archive
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.events import Event
 from sessionstore.retention import (

@@ -7,9 +7,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..archive_sealing import OpenedArchive, open_archive
 from ..schema import archives
 from ..store import SessionStore
-from .sealing import OpenedArchive, open_archive
 
 
 def _rows(conn: Connection, session_id: str, compaction_id: int | None) -> list[dict[str, Any]]:

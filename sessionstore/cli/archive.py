@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..archive.reader import read_archives
-from ..archive.sealing import OpenedArchive
+from ..archive_sealing import OpenedArchive
 from ..redaction import Redactor, redaction_disabled_event
 from .common import EXIT_FAILED, ConfigOption, UrlOption, console, err_console, open_store
 from .sessions import require_session

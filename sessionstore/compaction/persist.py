@@ -18,8 +18,8 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..archive.codec import encode_archive
-from ..archive.sealing import archive_columns
+from ..archive_codec import encode_archive
+from ..archive_sealing import archive_columns
 from ..events import Event
 from ..items import encode_payload
 from ..payload_sealing import SessionKeys

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import SessionStore
-from sessionstore.archive.codec import decode_archive
+from sessionstore.archive_codec import decode_archive
 from sessionstore.compaction.errors import CompactError, CompactErrorReason
 from sessionstore.compaction.extractive import ExtractiveSummarizer
 from sessionstore.compaction.message import Message

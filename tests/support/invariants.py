@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore.archive.reader import read_archives
-from sessionstore.archive.sealing import OpenedArchive
+from sessionstore.archive_sealing import OpenedArchive
 from sessionstore.items import answered_call, calls_in, text_of
 from sessionstore.schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_members, compactions
 from sessionstore.store import StoredRow, visible_rows

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..crypto import ENVELOPE_V1, Keyring, Sealed, SealedDataError, open_sealed, seal
-from .codec import COMPRESSION, PLAIN_FORMAT, ArchiveBody, decode_archive
+from .archive_codec import COMPRESSION, PLAIN_FORMAT, ArchiveBody, decode_archive
+from .crypto import ENVELOPE_V1, Keyring, Sealed, SealedDataError, open_sealed, seal
 
 
 def archive_context(
