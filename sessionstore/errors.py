@@ -1,7 +1,31 @@
 """Exceptions that say what went wrong and how to fix it.
 
 Every error a user can trigger carries an actionable message; none of them ever
-includes item payloads or secrets, so they are safe to log.
+includes item payloads or secrets (texts are redacted as they are made), so they are
+safe to log. One tree:
+
+    SessionStoreError
+    ├── UnsupportedURLError (ValueError)        a URL sessionstore cannot use
+    ├── SchemaError                              the database schema does not fit this code
+    │   ├── SchemaMissingError
+    │   ├── SchemaOutdatedError
+    │   └── SchemaTooNewError
+    ├── InvalidItemError (ValueError)            an item or metadata JSON cannot hold as given
+    ├── StoreTimeoutError (TimeoutError)         a bounded wait ran out; names what it waited for
+    ├── StoreError                               the database refused an operation
+    │   ├── StoreUnavailableError (ConnectionError)  lost database; outcome_known, token
+    │   └── DuplicateAppendError                 a replayed batch (handled by the store)
+    ├── ConfigError (ValueError)                 config.py: every problem, by field path
+    ├── KeyringError (ValueError), MissingKeyError (LookupError), KeyIntegrityError,
+    │   KeyUnavailableError, SealedDataError    crypto.py: keys and sealed data
+    ├── KeyInUseError                            archive/rotation.py: a key still wraps data
+    ├── ArchiveSinkError                         archive/sinks.py: a file or S3 copy failed
+    ├── ImportSourceError (ValueError)           importer.py: an SDK database we cannot read
+    ├── EncodingUnavailableError (RuntimeError)  tokens.py: no verified tokenizer vocabulary
+    ├── CompactError                             compaction/errors.py: why a compaction failed
+    └── SummarizerError                          compaction/summarizer.py: caught by the service
+        ├── SummarizerUnavailableError, SummaryTooLongError, SummaryRefusedError,
+        └── SummaryToolCallError, SummarizerInputTooLargeError
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import tiktoken
 
+from .errors import SessionStoreError
+
 __all__ = [
     "ENCODING_SHA256",
     "IMAGE_TOKENS",
@@ -127,7 +129,7 @@ class LoadedEncoding:
     skipped: tuple[str, ...] = ()
 
 
-class EncodingUnavailableError(RuntimeError):
+class EncodingUnavailableError(SessionStoreError, RuntimeError):
     """No source yielded a verified vocabulary; ``failures`` names every source and its error."""
 
     def __init__(self, name: str, failures: Sequence[str]) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import SessionStoreError
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
@@ -34,8 +36,12 @@ class SummaryResult:
     output_tokens: int | None = None
 
 
-class SummarizerError(Exception):
-    """The summarizer could not produce a usable summary; `kind` names why."""
+class SummarizerError(SessionStoreError):
+    """The summarizer could not produce a usable summary; `kind` names why.
+
+    The compaction service catches these and falls back (see docs/COMPACTION.md); they
+    reach callers only from a summarizer used on its own.
+    """
 
     kind = "error"
 
