@@ -41,7 +41,7 @@ from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.service import CompactConfig, CompactManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
 from sessionstore.crypto import Keyring, LocalKey
-from sessionstore.store import visible_rows
+from sessionstore.rows import visible_rows
 
 WORDS = [
     "deploy",

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sessionstore import SessionStore
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.items import text_of
-from sessionstore.store import decode_payload
+from sessionstore.rows import decode_payload
 
 MENTION = "Postgres 16"
 

@@ -18,7 +18,8 @@ from .errors import (
     StoreTimeoutError,
     UnsupportedURLError,
 )
-from .store import SessionInfo, SessionStore, StoredRow
+from .rows import SessionInfo, StoredRow
+from .store import SessionStore
 
 if TYPE_CHECKING:
     from .adapters.agents_sdk import SQLSession

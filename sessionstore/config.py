@@ -1,4 +1,4 @@
-"""One validated configuration for the whole product (spec 002: Configuration System).
+"""One validated configuration for the whole product (docs/CONFIGURATION.md).
 
 Settings come from defaults, then a YAML/JSON file, then `COMPACT_*` environment variables
 (see `ENV_OVERRIDES`), and are validated together so that every problem is reported at once,
@@ -269,7 +269,7 @@ def _known_strategy(policy: CompactPolicy) -> CompactPolicy:
 
 
 class SessionStoreConfig(BaseModel):
-    """Every setting of sessionstore; defaults are spec 002's."""
+    """Every setting of sessionstore; the defaults are documented in docs/CONFIGURATION.md."""
 
     model_config = _FROZEN
 

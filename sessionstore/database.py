@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
@@ -28,7 +28,15 @@ from sqlalchemy.pool import StaticPool
 
 from .driver_errors import is_connection_lost, translate
 from .errors import StoreTimeoutError, StoreUnavailableError, UnsupportedURLError
+from .hot_path import (
+    PG_ACTIVE_SQL,
+    PG_APPEND_SQL,
+    pg_append_args,
+    sqlite_active_rows,
+    sqlite_append,
+)
 from .loops import PerLoop
+from .rows import Batch
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 URL_ENV: Final = "SESSIONSTORE_URL"
@@ -153,6 +161,15 @@ class Database(Protocol):
         """An AsyncEngine on the same database, for ad-hoc SQL."""
         ...
 
+    async def append_batch(self, batch: Batch) -> list[int]:
+        """The append hot path: number and insert a plain batch in one transaction; its seqs."""
+        ...
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
+        context, payloads as JSON text, in one statement."""
+        ...
+
     async def dispose(self) -> None:
         """Close every pooled connection and worker thread."""
         ...
@@ -254,9 +271,14 @@ class SQLiteDatabase:
                 error, where=self._where, writing=writing, may_have_committed=False
             ) from None
 
-    async def write_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
-        """Run `fn(sqlite3_connection, *args)` in one BEGIN IMMEDIATE transaction (hot path)."""
-        return await on_thread(self._writer, partial(self._write_driver_sync, fn, args))
+    async def append_batch(self, batch: Batch) -> list[int]:
+        job = partial(self._write_driver_sync, sqlite_append, (batch,))
+        return await on_thread(self._writer, job)
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        loop = asyncio.get_running_loop()
+        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id,))
+        return await loop.run_in_executor(self._readers, job)
 
     def _close_writer(self) -> None:
         if self._writer_conn is not None:
@@ -269,12 +291,6 @@ class SQLiteDatabase:
             raw = conn.connection.driver_connection
             assert raw is not None
             return fn(raw, *args)
-
-    async def read_driver(self, fn: Callable[..., _T], /, *args: Any) -> _T:
-        """Run `fn(sqlite3_connection, *args)` on a pooled reader (hot path: one statement)."""
-        loop = asyncio.get_running_loop()
-        job = partial(self._read_driver_sync, fn, args)
-        return await loop.run_in_executor(self._readers, job)
 
     def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         with self._translated(writing=False), self.engine.connect() as conn:
@@ -467,6 +483,13 @@ class PostgresDatabase:
             return await run()
         except StoreUnavailableError:  # a pooled connection that died while idle: read again
             return await run()
+
+    async def append_batch(self, batch: Batch) -> list[int]:
+        rows = await self.fetch_statement(PG_APPEND_SQL, *pg_append_args(batch), writing=True)
+        return sorted(row[0] for row in rows)
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        return await self.fetch_statement(PG_ACTIVE_SQL, session_id)
 
     def _translate(
         self, error: Exception, writing: bool, *, may_have_committed: bool

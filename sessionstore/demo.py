@@ -17,7 +17,8 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 
 from .adapters.agents_sdk import SQLSession, input_filter
 from .items import text_of
-from .store import SessionStore, StoredRow
+from .rows import StoredRow
+from .store import SessionStore
 
 DEMO_SESSION = "demo"
 PROMPTS = (

@@ -44,7 +44,7 @@ _SECRET_NAMES: Final = (
 _SEPARATOR: Final = r"\\?[\"']?\s*(?::=|=>|[:=])"
 
 # The value after a secret name: a quoted string (the quotes are kept; escapes are honoured) or a
-# bare run up to whitespace, the seed's `\S+`. A bare value is none of: a run starting with "="
+# bare run up to whitespace (`\S+`). A bare value is none of: a run starting with "="
 # (base64 padding, "...pwd=="), a complete call or subscript (code such as
 # `token = tokenizer.encode(text)`), or the next name ("the password: password: hunter2", where
 # redacting the second "password:" would leak the password itself).
@@ -92,7 +92,7 @@ DEFAULT_PATTERNS: Final[tuple[str, ...]] = (
     # digit keeps prose ("the bearer of bad news") intact.
     r"[Bb](?<![A-Za-z0-9][Bb])(?i:earer)[ \t]+(?P<secret>(?=[\w.~+/-]*[0-9])[\w.~+/-]{8,}=*)",
     # name=value, name: value, "name": "value", name := value, name => value, for every name in
-    # _SECRET_NAMES. Generalises the seed's `(?i)api[_-]?key\s*[:=]\s*\S+` and
+    # _SECRET_NAMES. Generalises `(?i)api[_-]?key\s*[:=]\s*\S+` and
     # `(?i)password\s*[:=]\s*\S+` (and covers aws_secret_access_key, client_secret,
     # access_token, refresh_token, passwd, pwd) while keeping the name.
     rf"(?i)(?:{_SECRET_NAMES}){_SEPARATOR}\s*{_VALUE}",

@@ -14,17 +14,13 @@ Invariants this module enforces (see docs/ARCHITECTURE.md):
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 import sqlalchemy as sa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -40,13 +36,23 @@ from .arguments import (
     item_list,
 )
 from .crypto import Keyring
-from .database import DEFAULT_TIMEOUT_S, PostgresDatabase, open_database, resolve_url
+from .database import DEFAULT_TIMEOUT_S, open_database, resolve_url
 from .errors import DuplicateAppendError, StoreUnavailableError
 from .events import Event
+from .hot_path import APPEND_UPSERT
 from .loops import LoopSafeLock
 from .migrations import ensure_schema
 from .payload_sealing import SessionKeys, seal_payload
 from .redaction import Redactor, redaction_disabled_event
+from .rows import (
+    ITEM_COLUMNS,
+    Batch,
+    SessionInfo,
+    StoredRow,
+    decode_payload,
+    decode_payloads,
+    visible_in_order,
+)
 from .schema import (
     KIND_CLEAR,
     KIND_ITEM,
@@ -116,106 +122,6 @@ _UPDATE_SESSION: Final = (
 _SESSION_FOR_UPDATE: Final = _SESSION.with_for_update()
 
 
-def _append_upsert(insert: Any) -> Any:
-    """Create-or-advance the session row for an append; returns the new last_seq.
-
-    On PostgreSQL the upsert also takes the session's row lock for the transaction.
-    """
-    upsert = insert(sessions).values(
-        session_id=_sid,
-        last_seq=sa.bindparam("count"),
-        context_items=sa.bindparam("count"),
-        context_tokens=sa.bindparam("tokens"),
-        token_encoding=sa.bindparam("encoding"),
-    )
-    return upsert.on_conflict_do_update(
-        index_elements=[sessions.c.session_id],
-        set_={
-            "last_seq": sessions.c.last_seq + upsert.excluded.last_seq,
-            "context_items": sessions.c.context_items + upsert.excluded.context_items,
-            "context_tokens": sessions.c.context_tokens + upsert.excluded.context_tokens,
-            "updated_at": sa.func.current_timestamp(),
-        },
-    ).returning(sessions.c.last_seq)
-
-
-_APPEND_UPSERT: Final = {
-    "sqlite": _append_upsert(sqlite.insert),
-    "postgresql": _append_upsert(postgresql.insert),
-}
-
-_ITEM_COLUMNS: Final = (
-    "session_id",
-    "seq",
-    "kind",
-    "role",
-    "item_type",
-    "tool_name",
-    "call_id",
-    "tokens",
-    "protected",
-    "payload",
-    "append_token",
-)
-
-
-def _sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any) -> str:
-    """Compile a Core statement once for SQLite, checking its positional parameter order."""
-    compiled = statement.compile(dialect=sqlite.dialect(), **compile_kw)
-    assert tuple(compiled.positiontup) == tuple(expected_params), compiled.positiontup
-    return str(compiled)
-
-
-_SQLITE_UPSERT_SQL: Final = _sqlite_sql(
-    _APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
-)
-_SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
-    messages.insert(), _ITEM_COLUMNS, column_keys=list(_ITEM_COLUMNS)
-)
-
-# PostgreSQL appends in ONE statement (one round trip, atomic on its own): the
-# CTE advances the session row (taking its row lock) and the outer INSERT
-# numbers the batch from the new last_seq.
-# Placeholders, in order: session id, item count, token sum, encoding, then one
-# array per column (roles, item types, tool names, call ids, tokens, protected, payloads),
-# then the batch's idempotency token (stored on its first row).
-_PG_APPEND_SQL: Final = """
-    WITH advanced AS (
-        INSERT INTO sessions (session_id, last_seq, context_items, context_tokens, token_encoding)
-        VALUES ($1, $2::bigint, $2::int, $3, $4)
-        ON CONFLICT (session_id) DO UPDATE SET
-            last_seq = sessions.last_seq + EXCLUDED.last_seq,
-            context_items = sessions.context_items + EXCLUDED.context_items,
-            context_tokens = sessions.context_tokens + EXCLUDED.context_tokens,
-            updated_at = CURRENT_TIMESTAMP
-        RETURNING last_seq
-    )
-    INSERT INTO messages
-        (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
-         append_token)
-    SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
-           batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
-           CASE WHEN batch.ord = 1 THEN $12::text END
-    FROM advanced,
-         unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
-                CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
-                CAST($9 AS INTEGER[]), CAST($10 AS BOOLEAN[]),
-                CAST($11 AS TEXT[]))
-         WITH ORDINALITY
-         AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, ord)
-    RETURNING seq
-"""
-# The active context in one driver-level statement (_CONTEXT_COLUMNS' shape): payloads come
-# back as JSON text and are parsed in one call, with no per-row work in between.
-_ACTIVE_SQL: Final = """
-    SELECT m.seq, m.kind, m.ref_seq, m.payload{cast}, m.payload_sealed
-    FROM messages m
-    WHERE m.session_id = {sid}
-      AND m.seq >= (SELECT s.context_start_seq FROM sessions s WHERE s.session_id = {sid})
-    ORDER BY m.seq
-"""
-_PG_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="::text", sid="$1")
-_SQLITE_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="", sid=":sid")
 # Calls answered by a later batch are recent: look in the active context only (a
 # range of the primary key), which keeps the lookup bounded without another index.
 _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
@@ -236,63 +142,6 @@ class Publisher(Protocol):
     def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` s) until queued events were exported; False on timeout."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    """One row of `messages`, with its payload decoded."""
-
-    session_id: str
-    seq: int
-    kind: str
-    role: str | None
-    item_type: str | None
-    tool_name: str | None
-    call_id: str | None
-    tokens: int
-    protected: bool
-    ref_seq: int | None
-    compaction_id: int | None
-    archive_id: int | None
-    item: dict[str, Any] | None
-    created_at: datetime
-
-    @property
-    def visible(self) -> bool:
-        """Whether this kind of row can be part of the context handed to a model."""
-        return self.kind in VISIBLE_KINDS
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """One row of `sessions`."""
-
-    session_id: str
-    created_at: datetime
-    updated_at: datetime
-    last_seq: int
-    context_start_seq: int
-    context_tokens: int
-    context_items: int
-    compaction_count: int
-    token_encoding: str | None
-
-
-def decode_payload(payload: object) -> dict[str, Any]:
-    """SQLite hands back JSON text, asyncpg an already-decoded value; items are dicts."""
-    if isinstance(payload, str):
-        decoded: dict[str, Any] = json.loads(payload)
-        return decoded
-    assert isinstance(payload, dict), f"unexpected payload type {type(payload).__name__}"
-    return payload
-
-
-def decode_payloads(payloads: list[Any]) -> list[dict[str, Any]]:
-    """Decode many payloads; JSON texts are parsed in one call (5x faster than one by one)."""
-    if payloads and all(isinstance(payload, str) for payload in payloads):
-        decoded: list[dict[str, Any]] = json.loads("[" + ",".join(payloads) + "]")
-        return decoded
-    return [decode_payload(payload) for payload in payloads]
 
 
 def _stored_rows(
@@ -324,18 +173,6 @@ def _stored_row(row: AnyRow, payload: Any) -> StoredRow:
     )
 
 
-def _visible(rows: Sequence[_RowT]) -> list[_RowT]:
-    """Rows shaped like _CONTEXT_COLUMNS that are items, minus those a tombstone hides."""
-    hidden = {row[2] for row in rows if row[1] == KIND_TOMBSTONE}
-    return [row for row in rows if row[1] in VISIBLE_KINDS and row[0] not in hidden]
-
-
-def visible_rows(rows: Iterable[StoredRow]) -> list[StoredRow]:
-    """The rows a model would see: visible kinds, minus those a tombstone hides."""
-    shaped = [(row.seq, row.kind, row.ref_seq, row) for row in rows]
-    return [entry[3] for entry in _visible(shaped)]
-
-
 def _visible_payloads(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
 ) -> list[Any]:
@@ -344,7 +181,7 @@ def _visible_payloads(
         row.payload
         if row.payload_sealed is None
         else keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed)
-        for row in _visible(rows)
+        for row in visible_in_order(rows)
     ]
 
 
@@ -368,93 +205,15 @@ def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> 
     return {call_id: name for call_id, name in rows}
 
 
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """Items validated, described and counted: everything an append writes."""
-
-    session_id: str
-    payloads: list[str]
-    infos: list[codec.ItemInfo]
-    counts: list[int]
-    protected: bool
-    encoding: str
-    token: str
-
-    def rows(self, first: int) -> list[tuple[Any, ...]]:
-        """Column values (in _ITEM_COLUMNS order), numbered from seq `first`."""
-        return [
-            (
-                self.session_id,
-                first + offset,
-                KIND_ITEM,
-                info.role,
-                info.item_type,
-                info.tool_name,
-                info.call_id,
-                count,
-                self.protected or info.protected,
-                payload,
-                None if offset else self.token,
-            )
-            for offset, (payload, info, count) in enumerate(
-                zip(self.payloads, self.infos, self.counts, strict=True)
-            )
-        ]
-
-    @property
-    def upsert_params(self) -> dict[str, Any]:
-        """Parameters of the session upsert that numbers the batch."""
-        return {
-            "sid": self.session_id,
-            "count": len(self.payloads),
-            "tokens": sum(self.counts),
-            "encoding": self.encoding,
-        }
-
-
-def _pg_append_args(batch: _Batch) -> tuple[Any, ...]:
-    """The positional arguments of _PG_APPEND_SQL: the counters, then one array per column."""
-    infos = batch.infos
-    return (
-        batch.session_id,
-        len(batch.payloads),
-        sum(batch.counts),
-        batch.encoding,
-        [info.role for info in infos],
-        [info.item_type for info in infos],
-        [info.tool_name for info in infos],
-        [info.call_id for info in infos],
-        batch.counts,
-        [batch.protected or info.protected for info in infos],
-        batch.payloads,
-        batch.token,
-    )
-
-
-def _tx_append_sqlite(conn: sqlite3.Connection, batch: _Batch) -> list[int]:
-    """SQLite append: SQL compiled once from the Core statements, run on the driver
-    connection (SQLAlchemy's per-statement work would double an append)."""
-    cursor = conn.cursor()
-    try:
-        size = len(batch.payloads)
-        params = (batch.session_id, size, sum(batch.counts), size, batch.encoding)
-        (last,) = cursor.execute(_SQLITE_UPSERT_SQL, params).fetchone()
-        first = last - size + 1
-        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, batch.rows(first))
-    finally:
-        cursor.close()
-    return list(range(first, last + 1))
-
-
 def _tx_append_general(
     conn: Connection,
-    batch: _Batch,
+    batch: Batch,
     originals: Mapping[int, Mapping[str, Any]],
     keys: SessionKeys,
 ) -> list[int]:
     """Append where some items are truncated copies (their originals go to `archives`,
     the rows point at them) or payloads are sealed; both backends, one transaction."""
-    last = conn.execute(_APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
+    last = conn.execute(APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
     first = last - len(batch.payloads) + 1
     session = lock_session(conn, batch.session_id)  # already locked: the upsert took it
     assert session is not None
@@ -470,7 +229,7 @@ def _tx_append_general(
         ).scalar_one()
     rows = []
     for offset, values in enumerate(batch.rows(first)):
-        row = dict(zip(_ITEM_COLUMNS, values, strict=True))
+        row = dict(zip(ITEM_COLUMNS, values, strict=True))
         row["archive_id"] = archive_ids.get(offset)
         seal_row(row, key)
         rows.append(row)
@@ -596,11 +355,6 @@ def _append_token(token: object) -> str:
 
 def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
-
-
-def _driver_active_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = conn.execute(_SQLITE_ACTIVE_SQL, {"sid": session_id}).fetchall()
-    return rows
 
 
 def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
@@ -794,7 +548,7 @@ class SessionStore:
             prepared = self._prepare(items)
         payloads, infos, counts = prepared
         await self.ensure_ready()
-        batch = _Batch(
+        batch = Batch(
             session_id=session_id,
             payloads=payloads,
             infos=await self._name_late_outputs(session_id, infos),
@@ -823,17 +577,13 @@ class SessionStore:
         return payloads, infos, [self.estimator.count_item(item) for item in items]
 
     async def _write_batch(
-        self, batch: _Batch, originals: Mapping[int, Mapping[str, Any]]
+        self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]
     ) -> list[int]:
         if originals or self.session_keys.encrypt_new:
             return await self.database.write(
                 _tx_append_general, batch, originals, self.session_keys
             )
-        if isinstance(self.database, PostgresDatabase):
-            args = _pg_append_args(batch)
-            rows = await self.database.fetch_statement(_PG_APPEND_SQL, *args, writing=True)
-            return sorted(row[0] for row in rows)
-        return await self.database.write_driver(_tx_append_sqlite, batch)
+        return await self.database.append_batch(batch)
 
     async def _name_late_outputs(
         self, session_id: str, infos: list[codec.ItemInfo]
@@ -915,13 +665,9 @@ class SessionStore:
         if limit is not None and limit > 0:
             return await self.database.read(_read_tail, session_id, limit, self.session_keys)
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
-            records: Sequence[Sequence[Any]]
-            if isinstance(self.database, PostgresDatabase):
-                records = await self.database.fetch_statement(_PG_ACTIVE_SQL, session_id)
-            else:
-                records = await self.database.read_driver(_driver_active_rows, session_id)
+            records = await self.database.active_rows(session_id)
             if not any(record[4] is not None for record in records):  # older sealed rows?
-                return decode_payloads([record[3] for record in _visible(records)])
+                return decode_payloads([record[3] for record in visible_in_order(records)])
         return await self.database.read(_read_active, session_id, self.session_keys)
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:

@@ -38,9 +38,7 @@ __all__ = [
     "HeuristicEstimator",
     "LoadedEncoding",
     "TiktokenEstimator",
-    "TokenBreakdown",
     "TokenEstimator",
-    "breakdown",
     "clear_encoding_cache",
     "count_tools",
     "encoding_name_for_model",
@@ -108,7 +106,6 @@ _TEXT_PART_TYPES: Final = frozenset(
 )
 _IMAGE_PART_TYPES: Final = frozenset({"input_image", "image_url"})
 _FILE_PART_TYPES: Final = frozenset({"input_file", "file"})
-_INSTRUCTION_ROLES: Final = frozenset({"developer", "system"})
 
 # Only these older families use cl100k_base; everything newer (gpt-4o, gpt-4.1, gpt-4.5, gpt-5,
 # o1/o3/o4, chatgpt-4o) and any unknown future model uses o200k_base. The gpt-4 successors
@@ -450,47 +447,6 @@ def estimator_for_model(model: str) -> TokenEstimator:
     return TiktokenEstimator(loaded.encoding, source=loaded.source)
 
 
-@dataclasses.dataclass(frozen=True)
-class TokenBreakdown:
-    """Where the context budget goes, so compaction can target the part that is growing."""
-
-    system: int
-    developer: int
-    tools_schema: int
-    messages: int
-
-    @property
-    def total(self) -> int:
-        return self.system + self.developer + self.tools_schema + self.messages
-
-
 def count_tools(estimator: TokenEstimator, tools: Iterable[Mapping[str, Any]]) -> int:
     """Approximate tool-schema cost by their compact JSON; the API's own rendering is private."""
     return sum(estimator.count_text(_compact_json(tool)) for tool in tools)
-
-
-def breakdown(
-    estimator: TokenEstimator,
-    items: Iterable[Mapping[str, Any]],
-    *,
-    instructions: str | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-) -> TokenBreakdown:
-    """Split a request's token cost into instructions, instruction-role items, tools and the rest.
-
-    Empty instructions count as absent because the API sends no system message for them.
-    """
-    system = ITEM_OVERHEAD_TOKENS + estimator.count_text(instructions) if instructions else 0
-    developer = messages = 0
-    for item in items:
-        tokens = estimator.count_item(item)
-        if _kind(item, "role") in _INSTRUCTION_ROLES:
-            developer += tokens
-        else:
-            messages += tokens
-    return TokenBreakdown(
-        system=system,
-        developer=developer,
-        tools_schema=count_tools(estimator, tools or ()),
-        messages=messages,
-    )

@@ -156,7 +156,7 @@ async def test_a_write_that_fails_after_its_caller_left_is_not_reported_as_unhan
     loop.set_exception_handler(lambda _loop, context: reported.append(context))
     release = threading.Event()
 
-    def failing(_conn: sqlite3.Connection) -> None:
+    def failing(_conn: object) -> None:
         release.wait(5)
         raise RuntimeError("boom")
 
@@ -164,14 +164,14 @@ async def test_a_write_that_fails_after_its_caller_left_is_not_reported_as_unhan
         await store.ensure_ready()
         database = store.database
         assert isinstance(database, SQLiteDatabase)
-        task = asyncio.ensure_future(database.write_driver(failing))
+        task = asyncio.ensure_future(database.write(failing))
         await asyncio.sleep(0.05)
         task.cancel()
         release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         with pytest.raises(RuntimeError, match="boom"):  # an awaited failure still surfaces
-            await database.write_driver(failing)
+            await database.write(failing)
     gc.collect()
     await asyncio.sleep(0)
     assert reported == []

@@ -33,7 +33,7 @@ from sessionstore import SessionStore, SQLSession
 from sessionstore.adapters.agents_sdk import input_filter, tool_schemas
 from sessionstore.archive.reader import read_archives
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy, TruncationPolicy
-from sessionstore.store import StoredRow
+from sessionstore.rows import StoredRow
 from sessionstore.tokens import TokenEstimator, count_tools
 from tests.support.histories import words
 from tests.support.invariants import assert_session_invariants

@@ -29,11 +29,8 @@ from sessionstore.tokens import (
     EncodingName,
     HeuristicEstimator,
     TiktokenEstimator,
-    TokenBreakdown,
     TokenEstimator,
-    breakdown,
     clear_encoding_cache,
-    count_tools,
     encoding_name_for_model,
     estimator_for_model,
     load_encoding,
@@ -551,41 +548,3 @@ def test_count_item_never_raises_property(item: dict[str, Any]) -> None:
     count = estimator.count_item(item)
     assert isinstance(count, int)
     assert count >= ITEM_OVERHEAD_TOKENS
-
-
-# --- breakdown -----------------------------------------------------------------------------
-
-
-def test_breakdown_splits_by_role(o200k: TiktokenEstimator) -> None:
-    developer = {"role": "developer", "content": "Be terse."}
-    system = {"role": "system", "content": "You are helpful."}
-    user = {"role": "user", "content": "Hi"}
-    call = {"type": "function_call", "name": "f", "arguments": "{}"}
-    tools = [
-        {
-            "type": "function",
-            "name": "f",
-            "description": "Does f.",
-            "parameters": {"type": "object", "properties": {}},
-        }
-    ]
-    result = breakdown(
-        o200k, [developer, user, system, call], instructions="Follow policy.", tools=tools
-    )
-    assert result == TokenBreakdown(
-        system=ITEM_OVERHEAD_TOKENS + o200k.count_text("Follow policy."),
-        developer=o200k.count_item(developer) + o200k.count_item(system),
-        tools_schema=o200k.count_text(compact_json(tools[0])),
-        messages=o200k.count_item(user) + o200k.count_item(call),
-    )
-    assert result.total == (
-        result.system + result.developer + result.tools_schema + result.messages
-    )
-    assert count_tools(o200k, tools) == result.tools_schema
-
-
-def test_breakdown_without_instructions_or_tools(o200k: TiktokenEstimator) -> None:
-    result = breakdown(o200k, [{"role": "user", "content": "Hi"}])
-    assert (result.system, result.developer, result.tools_schema) == (0, 0, 0)
-    assert result.total == result.messages > 0
-    assert breakdown(o200k, [], instructions="").total == 0

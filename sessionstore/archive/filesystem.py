@@ -1,4 +1,4 @@
-"""The filesystem archival sink (storage adapter "fs"), in the layout spec 002 names.
+"""The filesystem archival sink (storage adapter "fs"), in the layout docs/CONFIGURATION.md shows.
 
 `{root}/{session}/transcript-pre-compact-{step:03d}.jsonl`, `summary-{step:03d}.json` and an
 `events.jsonl` log that grows with every step. Files hold conversation data, so they are

@@ -1,8 +1,9 @@
 """Archival sinks: copies of a compaction's transcript, summary and events outside SQL.
 
 The SQL archive is the store's own record; sinks exist for operators who want the artifacts
-on disk or in S3 (spec 002, "Archival Storage"). Everything a sink writes passes through a
-Redactor first, and a sink never mutates what it is handed: the session must replay as stored.
+on disk or in S3 (docs/CONFIGURATION.md, "storage"). Everything a sink writes passes
+through a Redactor first, and a sink never mutates what it is handed: the session must
+replay as stored.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from ..items import text_of
 from ..redaction import Redactor, redaction_disabled_event
-from ..store import SessionInfo, SessionStore, StoredRow, visible_rows
+from ..rows import SessionInfo, StoredRow, visible_rows
+from ..store import SessionStore
 from .common import EXIT_FAILED, ConfigOption, UrlOption, console, err_console, open_store
 
 sessions_app = typer.Typer(help="List, show and export sessions.")

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..items import answered_call, calls_in, role_of, text_of
+from ..rows import StoredRow
 from ..schema import KIND_SUMMARY
-from ..store import StoredRow
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .policy import CompactPolicy

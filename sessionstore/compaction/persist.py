@@ -23,6 +23,7 @@ from ..archive_sealing import archive_columns
 from ..events import Event
 from ..items import encode_payload
 from ..payload_sealing import SessionKeys
+from ..rows import StoredRow, visible_rows
 from ..schema import (
     KIND_CARRY,
     KIND_SUMMARY,
@@ -34,7 +35,7 @@ from ..schema import (
     sessions,
 )
 from ..schema import messages as messages_table
-from ..store import AnyRow, StoredRow, lock_session, rows_after, seal_row, visible_rows
+from ..store import AnyRow, lock_session, rows_after, seal_row
 
 SUMMARY_PREFIX: Final = "<COMPACT-SUMMARY v{version}>"
 

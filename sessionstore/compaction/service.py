@@ -19,7 +19,8 @@ from ..archive.sinks import ArchiveDelivery, ArchiveSink
 from ..events import Event
 from ..items import check_item_size, rough_chars, text_of
 from ..loops import KeyedLocks
-from ..store import SessionStore, StoredRow, visible_rows
+from ..rows import StoredRow, visible_rows
+from ..store import SessionStore
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer

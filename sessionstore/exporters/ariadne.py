@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from sessionstore.events import Event
 from sessionstore.exporters._groups import by_compaction
 
-MAX_TIMEOUT: Final = 2.0  # spec 002: HTTP timeouts enforced at 2 seconds
+MAX_TIMEOUT: Final = 2.0  # a dead collector costs at most this (docs/OBSERVABILITY.md)
 
 
 class AriadneExporter:

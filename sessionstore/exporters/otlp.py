@@ -1,6 +1,6 @@
 """Export events as OTLP spans (one `compact` span per compaction, events as span events).
 
-Spec 000 §9 maps each event to a SpanEvent; span-level attributes use the GenAI
+Each event becomes a SpanEvent (docs/OBSERVABILITY.md, "OTLP"); span-level attributes use the GenAI
 semantic conventions only where the meaning matches, `sessionstore.*` otherwise.
 """
 

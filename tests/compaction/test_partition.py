@@ -13,7 +13,7 @@ from sessionstore.compaction.errors import CompactError, CompactErrorReason
 from sessionstore.compaction.partition import build_units, fit, partition
 from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.items import call_names_in, calls_in, describe
-from sessionstore.store import StoredRow
+from sessionstore.rows import StoredRow
 from sessionstore.tokens import estimator_for_model
 from tests.support.histories import assistant, call, output, turns, user
 

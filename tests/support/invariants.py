@@ -16,8 +16,8 @@ from sessionstore import SessionStore
 from sessionstore.archive.reader import read_archives
 from sessionstore.archive_sealing import OpenedArchive
 from sessionstore.items import answered_call, calls_in, text_of
+from sessionstore.rows import StoredRow, visible_rows
 from sessionstore.schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_members, compactions
-from sessionstore.store import StoredRow, visible_rows
 
 Item = Mapping[str, Any]
 SUMMARY_MARK = "<COMPACT-SUMMARY v"
