@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import statistics
 import tempfile
 import time
@@ -27,9 +26,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from agents import Agent
 from agents.run_config import CallModelData, ModelInputData
+from scratch_pg import scratch_database
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
@@ -249,27 +248,10 @@ async def main() -> None:
             await bench_sealing_cost(url, 1_000, repeats * 2)
             await bench_preflight(url, repeats * 4)
     if "postgresql" in backends:
-        admin = os.environ.get(
-            "SESSIONSTORE_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        )
-        admin_dsn = make_url(admin).set(drivername="postgresql").render_as_string(False)
-        name = f"sessionstore_bench_{uuid.uuid4().hex[:8]}"
-        conn = await asyncpg.connect(admin_dsn)
-        await conn.execute(f'CREATE DATABASE "{name}"')
-        await conn.close()
-        try:
-            rendered = (
-                make_url(admin)
-                .set(drivername="postgresql+asyncpg", database=name)
-                .render_as_string(hide_password=False)
-            )
+        async with scratch_database() as rendered:
             await bench_compaction(rendered, sizes, repeats)
             await bench_sealing_cost(rendered, 1_000, repeats * 2)
             await bench_preflight(rendered, repeats * 4)
-        finally:
-            conn = await asyncpg.connect(admin_dsn)
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            await conn.close()
 
 
 if __name__ == "__main__":

@@ -18,22 +18,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import asyncpg
-from sqlalchemy.engine import make_url
+from scratch_pg import scratch_database
 
 from sessionstore import SessionStore
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 
-PG_ADMIN_URL = os.environ.get(
-    "SESSIONSTORE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
-)
 LINE = "2026-11-25 02:51:07 INFO worker-3 processed batch 1842 in 12.4 ms (ok)\n"
 
 
@@ -100,31 +94,14 @@ async def _run(url: str, label: str, quick: bool) -> None:
         _report(label, f"compact {items:,} items", took, gap)
 
 
-async def _admin(sql: str) -> None:
-    dsn = make_url(PG_ADMIN_URL).set(drivername="postgresql").render_as_string(False)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         await _run(f"sqlite:///{folder}/stall.db", "SQLite", args.quick)
-    name = f"bench_stall_{uuid.uuid4().hex[:8]}"
-    await _admin(f'CREATE DATABASE "{name}"')
-    try:
-        await _run(
-            make_url(PG_ADMIN_URL).set(database=name).render_as_string(False),
-            "PostgreSQL",
-            args.quick,
-        )
-    finally:
-        await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with scratch_database() as url:
+        await _run(url, "PostgreSQL", args.quick)
 
 
 if __name__ == "__main__":

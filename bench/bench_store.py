@@ -19,12 +19,10 @@ import asyncio
 import gc
 import json
 import math
-import os
 import sqlite3
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import Any
 import asyncpg
 from agents import SQLiteSession
 from agents.extensions.memory import SQLAlchemySession
+from scratch_pg import scratch_database
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
@@ -289,14 +288,6 @@ async def postgres_contenders(url: str) -> list[Contender]:
     ]
 
 
-async def _admin(admin_dsn: str, sql: str) -> None:
-    conn = await asyncpg.connect(admin_dsn)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke run)")
@@ -311,18 +302,8 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             await run_backend("SQLite", await sqlite_contenders(Path(workdir)), rounds, repeats)
     if "postgresql" in backends:
-        admin = os.environ.get(
-            "SESSIONSTORE_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        )
-        admin_dsn = make_url(admin).set(drivername="postgresql").render_as_string(False)
-        name = f"sessionstore_bench_{uuid.uuid4().hex[:8]}"
-        await _admin(admin_dsn, f'CREATE DATABASE "{name}"')
-        try:
-            url = make_url(admin).set(drivername="postgresql+asyncpg", database=name)
-            contenders = await postgres_contenders(url.render_as_string(hide_password=False))
-            await run_backend("PostgreSQL", contenders, rounds, repeats)
-        finally:
-            await _admin(admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        async with scratch_database() as url:
+            await run_backend("PostgreSQL", await postgres_contenders(url), rounds, repeats)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,18 @@ def _chat_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any], te
     }
 
 
+def _responses_usage(body: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """The Responses API's usage object (input and output token counts, details)."""
+    prompt, completion = _usage(body, text)
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + completion,
+    }
+
+
 def _responses_payload(
     number: int, behaviour: Behaviour, body: Mapping[str, Any], text: str
 ) -> Any:
@@ -216,7 +228,6 @@ def _responses_payload(
             "arguments": behaviour.arguments,
             "status": "completed",
         }
-    prompt, completion = _usage(body, text)
     return {
         "id": f"resp_{number}",
         "object": "response",
@@ -233,13 +244,7 @@ def _responses_payload(
         "temperature": body.get("temperature"),
         "top_p": 1.0,
         "text": {"format": {"type": "text"}},
-        "usage": {
-            "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt + completion,
-        },
+        "usage": _responses_usage(body, text),
     }
 
 
@@ -247,7 +252,6 @@ def _compact_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any],
     """POST /v1/responses/compact: the user messages kept, then one opaque compaction item."""
     items = body.get("input") or []
     users = [item for item in items if isinstance(item, dict) and item.get("role") == "user"]
-    prompt, completion = _usage(body, text)
     return {
         "id": f"cmp_resp_{number}",
         "object": "response.compaction",
@@ -256,13 +260,7 @@ def _compact_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any],
             *users,
             {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"},
         ],
-        "usage": {
-            "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt + completion,
-        },
+        "usage": _responses_usage(body, text),
     }
 
 
