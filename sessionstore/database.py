@@ -28,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from .driver_errors import is_connection_lost, translate
 from .errors import StoreTimeoutError, StoreUnavailableError, UnsupportedURLError
+from .group_commit import GroupCommit
 from .hot_path import (
     PG_ACTIVE_SQL,
     PG_APPEND_SQL,
@@ -115,8 +116,12 @@ def finish_despite_cancellation(work: Awaitable[_T]) -> asyncio.Future[_T]:
 
 def on_thread(executor: Executor, job: Callable[[], _T]) -> asyncio.Future[_T]:
     """Run `job` on `executor`, awaited to the end even if the caller is cancelled."""
+    return outcome_of(executor.submit(job))
+
+
+def outcome_of(work: Future[_T]) -> asyncio.Future[_T]:
+    """The running loop's view of a worker thread's `work`, which a cancel cannot cut short."""
     loop = asyncio.get_running_loop()
-    work = executor.submit(job)
     outcome = _WriteOutcome(work, loop)
     work.add_done_callback(partial(_hand_over, loop, outcome))
     return outcome
@@ -206,6 +211,13 @@ class SQLiteDatabase:
         configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sessionstore-sqlite-writer")
         self._writer_conn: Connection | None = None
+        # Appends queued at the same moment commit together (one fsync for all of them).
+        self._appends: GroupCommit[list[int]] = GroupCommit(
+            self._writer,
+            self._writer_driver_connection,
+            sqlite_append,
+            partial(self._translated, writing=True),
+        )
         if self._memory:
             # One shared in-memory connection must never be used by two threads at once.
             self.engine = self._writer_engine
@@ -239,19 +251,12 @@ class SQLiteDatabase:
         with self._translated(writing=True), conn.begin():
             return fn(conn, *args, **kw)
 
-    def _write_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+    def _writer_driver_connection(self) -> sqlite3.Connection:
+        """The writer connection's sqlite3 connection, outside any SQLAlchemy transaction."""
         conn = self._writer_connection()
         raw = conn.connection.driver_connection
-        assert raw is not None and not conn.in_transaction()
-        with self._translated(writing=True):
-            raw.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(raw, *args)
-            except BaseException:
-                raw.execute("ROLLBACK")
-                raise
-            raw.execute("COMMIT")
-            return result
+        assert isinstance(raw, sqlite3.Connection) and not conn.in_transaction()
+        return raw
 
     @contextlib.contextmanager
     def _translated(self, *, writing: bool) -> Iterator[None]:
@@ -272,8 +277,7 @@ class SQLiteDatabase:
             ) from None
 
     async def append_batch(self, batch: Batch) -> list[int]:
-        job = partial(self._write_driver_sync, sqlite_append, (batch,))
-        return await on_thread(self._writer, job)
+        return await outcome_of(self._appends.submit(batch))
 
     async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()

@@ -1,0 +1,120 @@
+"""SQLite group commit: appends queued at the same moment share one transaction and one fsync.
+
+SQLite has one writer, and with `synchronous=FULL` every COMMIT waits for the disk. When
+many sessions append at once, their appends queue on the store's writer thread anyway;
+this runs everything queued in one BEGIN IMMEDIATE ... COMMIT, each caller's batch in a
+SAVEPOINT of its own: a failing batch rolls back alone and fails only its caller, the
+others commit together, and nobody hears of success before the COMMIT is durable. A
+lone writer finds nobody queued and runs exactly as before (no savepoint, no waiting).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Job(Generic[_T]):
+    args: tuple[Any, ...]
+    outcome: Future[_T]
+
+
+class GroupCommit(Generic[_T]):
+    """Runs `fn(connection, *args)` jobs on one writer thread, batched into transactions."""
+
+    def __init__(
+        self,
+        writer: Executor,
+        connection: Callable[[], sqlite3.Connection],
+        fn: Callable[..., _T],
+        translated: Callable[[], contextlib.AbstractContextManager[None]],
+    ) -> None:
+        self._writer = writer
+        self._connection = connection  # called on the writer thread only
+        self._fn = fn
+        self._translated = translated  # driver errors -> the store's own
+        self._pending: list[_Job[_T]] = []
+        self._mutex = threading.Lock()
+        self._scheduled = False
+        self.transactions = 0  # how many transactions ran the jobs (observability, tests)
+
+    def submit(self, *args: Any) -> Future[_T]:
+        """Queue one job; its future settles after the transaction that ran it committed."""
+        job: _Job[_T] = _Job(args, Future())
+        with self._mutex:
+            self._pending.append(job)
+            if not self._scheduled:
+                self._scheduled = True
+                self._writer.submit(self._drain)
+        return job.outcome
+
+    def _drain(self) -> None:
+        """On the writer thread: run everything queued so far as one transaction."""
+        with self._mutex:
+            jobs, self._pending = self._pending, []
+            self._scheduled = False
+        for job in jobs:
+            job.outcome.set_running_or_notify_cancel()
+        self.transactions += 1
+        raw = self._connection()
+        try:
+            with self._translated():
+                raw.execute("BEGIN IMMEDIATE")
+        except BaseException as error:
+            _fail(jobs, error)
+            return
+        if len(jobs) == 1:  # alone: no savepoint, exactly the plain transaction
+            self._run_alone(raw, jobs[0])
+            return
+        settles = [self._run_in_savepoint(raw, job) for job in jobs]
+        try:
+            with self._translated():
+                raw.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+            _fail(jobs, error)
+            return
+        for settle in settles:  # only now, with the COMMIT durable, does anyone hear back
+            settle()
+
+    def _run_alone(self, raw: sqlite3.Connection, job: _Job[_T]) -> None:
+        try:
+            with self._translated():
+                value = self._fn(raw, *job.args)
+                raw.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+            job.outcome.set_exception(error)
+            return
+        job.outcome.set_result(value)
+
+    def _run_in_savepoint(self, raw: sqlite3.Connection, job: _Job[_T]) -> Callable[[], None]:
+        """One job of a shared transaction: its failure rolls back only its own writes.
+
+        Returns how to settle the job's outcome once the transaction's fate is known."""
+        raw.execute("SAVEPOINT job")
+        try:
+            with self._translated():
+                value = self._fn(raw, *job.args)
+        except BaseException as error:
+            raw.execute("ROLLBACK TO job")
+            raw.execute("RELEASE job")
+            return partial(job.outcome.set_exception, error)
+        raw.execute("RELEASE job")
+        return partial(job.outcome.set_result, value)
+
+
+def _fail(jobs: list[_Job[Any]], error: BaseException) -> None:
+    for job in jobs:
+        job.outcome.set_exception(error)
