@@ -393,6 +393,7 @@ class PostgresDatabase:
         **kwargs: Any,
     ) -> None:
         self.url = url
+        self._where = url.render_as_string(hide_password=True)
         self._user_engine = engine
         self._timeout_s = timeout_s
         dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -466,7 +467,13 @@ class PostgresDatabase:
         async def run() -> list[asyncpg.Record]:
             try:
                 pool = await self._loops.current().pool()
-                conn = await pool.acquire(timeout=self._timeout_s)
+                async with asyncio.timeout(self._timeout_s):  # no extra task, unlike wait_for
+                    conn = await pool.acquire()
+            except TimeoutError:
+                raise StoreTimeoutError(
+                    f"waited {self._timeout_s:g} s for a free connection to {self._where}: all "
+                    "of this event loop's pooled connections stayed busy; nothing was written"
+                ) from None
             except Exception as error:
                 raise self._translate(error, writing, may_have_committed=False) from None
             try:
@@ -499,10 +506,7 @@ class PostgresDatabase:
         self, error: Exception, writing: bool, *, may_have_committed: bool
     ) -> BaseException:
         return translate(
-            error,
-            where=self.url.render_as_string(hide_password=True),
-            writing=writing,
-            may_have_committed=may_have_committed,
+            error, where=self._where, writing=writing, may_have_committed=may_have_committed
         )
 
     def async_engine(self) -> AsyncEngine:
