@@ -248,15 +248,15 @@ def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path, s
 
 async def test_a_pool_that_stays_busy_times_out_with_a_clear_error(pg_url: str) -> None:
     store = SessionStore(pg_url, timeout_s=0.3)
-    await store.append("p", [{"role": "user", "content": "warm"}])
+    await store.append("busy", [{"role": "user", "content": "warm"}])
     pool = await store.database._loops.current().pool()  # type: ignore[union-attr]
     held = [await pool.acquire() for _ in range(pool.get_max_size())]
     try:
         with pytest.raises(TimeoutError, match=r"waited 0\.3 s for a free connection"):
-            await store.append("p", [{"role": "user", "content": "blocked"}])
+            await store.append("busy", [{"role": "user", "content": "blocked"}])
     finally:
         for conn in held:
             await pool.release(conn)
-    await store.append("p", [{"role": "user", "content": "after"}])
-    assert [i["content"] for i in await store.load_context("p")] == ["warm", "after"]
+    await store.append("busy", [{"role": "user", "content": "after"}])
+    assert [i["content"] for i in await store.load_context("busy")] == ["warm", "after"]
     await store.close()
