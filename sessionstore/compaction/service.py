@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from agents.run_config import CallModelData, ModelInputData
@@ -365,8 +365,11 @@ class CompactManager:
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
-        summary = await self._summarize(
-            session_id, plan, strategy or self.policy.strategy, summary_budget
+        summary = self._scrubbed(
+            plan,
+            await self._summarize(
+                session_id, plan, strategy or self.policy.strategy, summary_budget
+            ),
         )
         layers = Layers.of(plan)
         write = CompactionWrite(
@@ -545,6 +548,22 @@ class CompactManager:
             events.append(self._error_event(session_id, failure, PRUNE_ONLY))
             return _Summary(None, strategy.name, PRUNE_ONLY, events)
 
+    def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
+        """The summary without any secret the redactor finds in what it summarized.
+
+        A summary can carry a secret without the context that made it recognizable
+        (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
+        in the sources are removed, before the summary is stored, not only from events.
+        """
+        if summary.text is None:
+            return summary
+        sources = [text_of(item) for unit in plan.remainder for item in unit.items]
+        if plan.prior_summary is not None:
+            sources.append(text_of(plan.prior_summary.items[0]))
+        redactor = self.store.redactor
+        text = redactor.scrub(summary.text, redactor.secrets_in(sources))
+        return summary if text == summary.text else replace(summary, text=text)
+
     def _error_event(self, session_id: str, exc: Exception, fallback: str) -> Event:
         kind = exc.kind if isinstance(exc, SummarizerError) else type(exc).__name__
         return Event(
@@ -588,11 +607,6 @@ class CompactManager:
         found: list[Event] = []
         if summary.text is not None:
             summary_tokens = self.estimator.count_text(summary.text)
-            sources = [text_of(item) for unit in plan.remainder for item in unit.items]
-            if plan.prior_summary is not None:
-                sources.append(text_of(plan.prior_summary.items[0]))
-            redactor = self.store.redactor
-            exported_summary = redactor.scrub(summary.text, redactor.secrets_in(sources))
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )
@@ -605,7 +619,7 @@ class CompactManager:
                         "input_messages": layers.pruned_count,
                         "summary_tokens": summary_tokens,
                         "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
-                        "summary": exported_summary,
+                        "summary": summary.text,
                     },
                 )
             )
