@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..tokens import TokenEstimator, estimator_for_model
+from .collapse import collapse_lines
 from .prompts import Entry, transcript_entries
 from .summarizer import SummaryRequest, SummaryResult
 
@@ -289,6 +290,8 @@ _ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"(?:com|net|org|io|dev|app|cloud|ai|internal|local|lan|corp|svc)\b"
         ),
     ),
+    # Any other file name: "corpus-v3.parquet", "report.pdf" (after hosts, so a domain stays one).
+    ("files", re.compile(r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,7}\b(?![.@/-]?\w)")),
     ("commits", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
     (
         "environments",
@@ -344,6 +347,9 @@ _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
 _CHANGE_BODY = re.compile(r"^(\S+): (.*)$")
 _LEDGER_SEPARATOR: Final = " :: "
+# A number or an id of any shape ("order 7697", "500 EUR", "step 212", "INC0042"): a sentence
+# that names one says something that cannot be guessed again.
+_IDENTIFIER = re.compile(r"\b\w*\d\w*\b")
 _WORD = re.compile(r"[a-z0-9]+(?:[._/:-][a-z0-9]+)*")
 _NAME = re.compile(r"[\w,;)] ([A-Z][a-z]+)\b")  # capitalized inside a sentence: a name
 
@@ -428,7 +434,7 @@ def _worth_noting(sentence: str, *, user: bool) -> bool:
     """
     if sentence.rstrip().endswith("?"):
         return False
-    if _entities(sentence):
+    if _entities(sentence) or _IDENTIFIER.search(sentence):
         return True
     return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
 
@@ -696,12 +702,14 @@ def _section_lines(section: _Section, facts: Sequence[_Fact]) -> list[str]:
     stated = [fact for fact in facts if fact.kind != "entity"]
     if section.mixed and not section.ledger:  # ledgers stay chronological
         stated.sort(key=lambda fact: section.kinds.index(fact.kind))
-    lines = []
-    for number, fact in enumerate(stated, start=1):
+    bodies = []
+    for fact in stated:
         body = (fact.ledger if section.ledger else "") or fact.body()
-        if section.mixed:
-            body = f"{_TAGS[fact.kind]}: {body}"
-        lines.append(f"[{section.ledger}{number}] {body}" if section.ledger else f"- {body}")
+        bodies.append(f"{_TAGS[fact.kind]}: {body}" if section.mixed else body)
+    lines = [
+        f"[{section.ledger}{number}] {body}" if section.ledger else f"- {body}"
+        for number, body in enumerate(collapse_lines(bodies), start=1)
+    ]
     groups: dict[str, list[str]] = {}
     for fact in facts:
         if fact.kind == "entity":
@@ -722,6 +730,37 @@ def _render(layout: _Layout, facts: Sequence[_Fact], request: str | None) -> str
         if members:
             blocks.append("\n".join([f"## {section.title}", *_section_lines(section, members)]))
     return "\n\n".join(blocks)
+
+
+def _masked(text: str) -> str:
+    """A tool output as its head and tail with its size: enough to recognize, never a dump."""
+    flat = _squash(text)
+    if len(flat) <= 2 * _HEAD_CHARS:
+        return flat or "(empty)"
+    return f"{flat[:_HEAD_CHARS]} {_ELLIPSIS} {flat[-_HEAD_CHARS // 2 :]} ({len(text)} chars)"
+
+
+def _condensed(entries: Sequence[Entry]) -> list[_Fact]:
+    """Every entry as a note: user words verbatim (clipped), each tool call with its arguments
+    and masked output, each other participant's conclusion (its last sentence)."""
+    outputs: dict[str | None, Entry] = {
+        e.call_id: e for e in entries if e.kind == "tool_output" and e.call_id
+    }
+    called = {e.call_id for e in entries if e.kind == "tool_call"}
+    notes: list[str] = []
+    for entry in entries:
+        if entry.kind == "tool_call":
+            output = outputs.get(entry.call_id)
+            result = _masked(output.text) if output else "no output yet"
+            notes.append(f"{entry.label or 'tool'} {_clip(entry.text, 80)} -> {result}")
+        elif entry.kind == "tool_output" and entry.call_id not in called:
+            notes.append(f"{entry.label or 'tool'} -> {_masked(entry.text)}")
+        elif entry.kind == "message" and entry.label == "user":
+            notes.append(f"user: {_clip(entry.text, _MAX_SENTENCE_CHARS)}")
+        elif entry.kind != "tool_output" and entry.text.strip():
+            said = [*_sentences(entry.text)] or [_clip(entry.text, _MAX_SENTENCE_CHARS)]
+            notes.append(f"{entry.label}: {said[-1]}")
+    return [_Fact("note", note, weak=True) for note in dict.fromkeys(notes)]
 
 
 def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
@@ -753,18 +792,22 @@ class ExtractiveSummarizer:
     def render(self, request: SummaryRequest) -> str:
         """The summary text (synchronous: there is nothing to wait for)."""
         layout = _LAYOUTS.get(request.strategy, _LAYOUTS["task_state"])
-        facts, latest = self._collect(request)
+        entries = transcript_entries(request.items)
+        facts, latest = self._collect(request, entries)
         kinds = {kind for section in layout.sections for kind in section.kinds}
         tools = [fact for fact in facts if fact.kind == "tool"]
         limit = len(tools) if layout.tool_limit is None else layout.tool_limit
         stale = set(tools[: len(tools) - limit])
         facts = [fact for fact in facts if fact.kind in kinds and fact not in stale]
         if not facts and latest is None:
+            facts = _condensed(entries)  # nothing matched a rule: the transcript, condensed
+        if not facts and latest is None:
             return self._clip_to(NO_CONTEXT, request.max_tokens) or ""
         return self._fit(layout, facts, latest, request.max_tokens)
 
-    def _collect(self, request: SummaryRequest) -> tuple[list[_Fact], str | None]:
-        entries = transcript_entries(request.items)
+    def _collect(
+        self, request: SummaryRequest, entries: list[Entry]
+    ) -> tuple[list[_Fact], str | None]:
         users = [
             e for e in entries if e.kind == "message" and e.label == "user" and not _is_summary(e)
         ]
