@@ -22,7 +22,7 @@ from .collapse import collapse_lines
 from .prompts import Entry, transcript_entries
 from .summarizer import SummaryRequest, SummaryResult
 
-__all__ = ["NO_CONTEXT", "ExtractiveSummarizer"]
+__all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
 
 NO_CONTEXT: Final = "No prior context: the compacted history held nothing to keep."
 
@@ -165,11 +165,16 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
 
 # Parsing a prior summary: single-kind sections take their lines verbatim, mixed sections
 # read the kind from each line's tag. Derived from the layouts so the two never disagree.
+# The fact sheet's re-inserted lines (factsheet.py) are tagged like a mixed section's.
+CARRIED_TITLE: Final = "Carried facts"
 _SECTION_KINDS: Final[Mapping[str, FactKind | None]] = {
-    section.title.lower(): None if section.mixed else section.kinds[0]
-    for layout in _LAYOUTS.values()
-    for section in layout.sections
-    if section.kinds
+    **{
+        section.title.lower(): None if section.mixed else section.kinds[0]
+        for layout in _LAYOUTS.values()
+        for section in layout.sections
+        if section.kinds
+    },
+    CARRIED_TITLE.lower(): None,
 }
 
 # Ledger lines ("decision :: rationale :: inputs :: outputs") are carried as written.
@@ -507,6 +512,29 @@ def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fa
         return [_Fact(kind, body)]
     facts = [_Fact(_classify(sentence) or "note", sentence) for sentence in _sentences(body)]
     return facts + [_Fact("entity", value, label=group) for group, value in _entities(body)]
+
+
+@dataclass(frozen=True, slots=True)
+class SheetLine:
+    """One fact of a summary's fact sheet, as a line that parses back into the same fact."""
+
+    kind: str
+    text: str  # what must still be said: the sentence, or the entity's value
+    line: str  # "Goal: ...", or "files: corpus-v3.parquet" for an entity
+
+
+def summary_facts(text: str) -> list[SheetLine]:
+    """The facts a summary states (written by any summarizer), deduplicated, in order."""
+    sheet: list[SheetLine] = []
+    # A fact stated twice (in prose, and tagged among the carried facts) keeps its kind.
+    parsed = sorted(_parse_summary(text).facts, key=lambda fact: fact.kind == "note")
+    for fact in _dedupe(parsed):
+        if fact.kind == "entity":
+            sheet.append(SheetLine("entity", fact.text, f"{fact.label}: {fact.text}"))
+        else:
+            said = fact.body()
+            sheet.append(SheetLine(fact.kind, said, f"{_TAGS[fact.kind]}: {said}"))
+    return sheet
 
 
 # ---------------------------------------------------------------- reading the items

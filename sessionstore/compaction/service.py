@@ -25,6 +25,7 @@ from ..store import SessionStore, StoredRow, visible_rows
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
+from .factsheet import Carried, carry_forward
 from .message import as_item
 from .partition import Partition, Unit, build_units, fit
 from .persist import (
@@ -516,7 +517,10 @@ class CompactManager:
                 result = await self.summarizer.summarize(request)
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
-                return _Summary(result.text, strategy.name, None, events)
+                carried = carry_forward(prior, result.text, self.estimator.count_text, max_tokens)
+                if carried.checked:
+                    events.append(_carried_event(session_id, carried))
+                return _Summary(carried.text, strategy.name, None, events)
             except SummaryTooLongError as exc:
                 if too_long < _TOO_LONG_RETRIES:
                     too_long += 1
@@ -667,6 +671,23 @@ class CompactManager:
             )
         )
         return found
+
+
+def _carried_event(session_id: str, carried: Carried) -> Event:
+    """`compact.facts_carried`: how many standing facts the new summary had to keep, which
+    ones the summarizer dropped and were put back, and how many did not fit."""
+    return Event(
+        "compact.facts_carried",
+        session_id,
+        severity="warning" if carried.left_out else "info",
+        fields={
+            "checked": carried.checked,
+            "reinserted": len(carried.reinserted),
+            "reinserted_facts": [fact.line for fact in carried.reinserted],
+            "left_out": len(carried.left_out),
+            "left_out_kinds": sorted({fact.kind for fact in carried.left_out}),
+        },
+    )
 
 
 def _trace(session_id: str, result: CompactionResult, strategy: str) -> None:
