@@ -791,8 +791,20 @@ def _condensed(entries: Sequence[Entry]) -> list[_Fact]:
     return [_Fact("note", note, weak=True) for note in dict.fromkeys(notes)]
 
 
-def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
-    """Lowest first: priority, then weak facts, then the oldest.
+def _salience(facts: Sequence[_Fact]) -> list[int]:
+    """How many of each fact's words no other fact uses: a rare token (an id, a name, a
+    number) is what makes a fact worth keeping, whatever words state it."""
+    words = [_words(fact.body()) for fact in facts]
+    seen: dict[str, int] = {}
+    for found in words:
+        for word in found:
+            seen[word] = seen.get(word, 0) + 1
+    return [sum(1 for word in found if seen[word] == 1) for found in words]
+
+
+def _drop_order(fact: _Fact, salience: int, age: int) -> tuple[int, bool, int, int]:
+    """Lowest first: priority by kind, then weak facts, then the least salient; age only
+    breaks ties (never oldest-first: the goal is usually the oldest fact).
 
     Ids, branches, URLs, environments and commits rank with the goals: each costs a few
     tokens and, unlike a file name, cannot be found again by searching the repository.
@@ -800,7 +812,7 @@ def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
     priority = _PRIORITY[fact.kind]
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
-    return (priority, not fact.weak, age)
+    return (priority, not fact.weak, salience, age)
 
 
 class ExtractiveSummarizer:
@@ -859,14 +871,15 @@ class ExtractiveSummarizer:
     def _fit(
         self, layout: _Layout, facts: list[_Fact], request: str | None, max_tokens: int
     ) -> str:
-        """Drop the lowest-priority facts (oldest first) until the summary fits."""
+        """Drop the lowest-priority, least salient facts until the summary fits."""
         count = self._estimator.count_text
         full = _render(layout, facts, request)
         estimate = count(full)
         if estimate <= max_tokens:
             return full
         dropped: set[int] = set()
-        order = sorted(range(len(facts)), key=lambda i: _drop_order(facts[i], i))
+        salience = _salience(facts)
+        order = sorted(range(len(facts)), key=lambda i: _drop_order(facts[i], salience[i], i))
         for index in order:
             dropped.add(index)
             # Generous, so the estimate never hides room that is really there; only an exact
