@@ -4,7 +4,8 @@ A session that looked up 40 orders, or walked through 300 steps, writes the same
 with different numbers again and again. Kept line by line, those lines fill the summary and
 push out the facts that matter; dropped, the summary no longer says which orders were looked
 up. One line per template with its numbers as ranges ("Order 7000-7039 has shipped.") keeps
-both.
+both. A line collapsed in an earlier round merges with this round's lines of its template,
+so a rolling summary keeps one line per template however many rounds it goes through.
 """
 
 from __future__ import annotations
@@ -15,14 +16,29 @@ from typing import Final
 
 __all__ = ["collapse_lines", "number_ranges"]
 
-_NUMBER: Final = re.compile(r"(?<![\w.])\d+(?![\w.]*\d)")
+_RUN: Final = r"\d+(?:-\d+)?"
+# A number, or a list of numbers and ranges that an earlier collapse wrote ("1-3, 7, 9-12").
+_SLOT: Final = re.compile(rf"(?<![\w.]){_RUN}(?:, {_RUN})*(?:, … \d+ more, {_RUN})?(?![\w.]*\d)")
+_TIMES: Final = re.compile(r" \((\d+) times\)$")
 _MIN_REPEATS: Final = 3  # two similar lines are a coincidence, three are a template
-_MAX_VALUES: Final = 60  # values listed per slot before the rest are counted, not named
+_MAX_VALUES: Final = 60  # ranges listed per slot before the rest are counted, not named
 _ELLIPSIS: Final = "…"
 
 
 def _template(line: str) -> str:
-    return _NUMBER.sub("#", line)
+    return _SLOT.sub("#", _TIMES.sub("", line))
+
+
+def _values(slot: str) -> list[int]:
+    values: list[int] = []
+    for low, high in re.findall(r"(\d+)(?:-(\d+))?", slot.replace(f"{_ELLIPSIS} ", "x")):
+        values.extend(range(int(low), int(high or low) + 1))
+    return values
+
+
+def _times(line: str) -> int:
+    match = _TIMES.search(line)
+    return int(match.group(1)) if match else 1
 
 
 def number_ranges(values: Sequence[int]) -> str:
@@ -45,33 +61,40 @@ def number_ranges(values: Sequence[int]) -> str:
 
 def _merge(lines: Sequence[str]) -> str:
     """One line for lines sharing a template: constant numbers kept, varying ones as ranges."""
-    slots = list(zip(*([int(n) for n in _NUMBER.findall(line)] for line in lines), strict=True))
-    parts = _NUMBER.split(lines[0])
+    bodies = [_TIMES.sub("", line) for line in lines]
+    slots = list(zip(*(_SLOT.findall(body) for body in bodies), strict=True))
+    parts = _SLOT.split(bodies[0])
     text = parts[0]
-    shown: set[tuple[int, ...]] = set()
+    shown: set[tuple[str, ...]] = set()
     for slot, tail in zip(slots, parts[1:], strict=True):
         if len(set(slot)) == 1:
-            text += str(slot[0])
+            text += slot[0]
         else:  # a varying number repeated in the line ({"id": 7}: {"id": 7}) is listed once
-            text += _ELLIPSIS if slot in shown else number_ranges(slot)
+            text += (
+                _ELLIPSIS
+                if slot in shown
+                else number_ranges([value for written in slot for value in _values(written)])
+            )
             shown.add(slot)
         text += tail
-    return f"{text} ({len(lines)} times)"
+    return f"{text} ({sum(_times(line) for line in lines)} times)"
 
 
 def collapse_lines(lines: Sequence[str]) -> list[str]:
-    """Lines with each template seen 3+ times merged into one, at its first position."""
+    """Lines whose template is seen 3+ times (counting earlier collapses) merged into one,
+    at the template's first position."""
     groups: dict[str, list[str]] = {}
     for line in lines:
         groups.setdefault(_template(line), []).append(line)
     collapsed: list[str] = []
     for line in lines:
-        group = groups.get(_template(line))
+        template = _template(line)
+        group = groups.pop(template, None)
         if group is None:
             continue
-        if len(group) < _MIN_REPEATS or "#" not in _template(line):
-            collapsed.append(line)
-            continue
-        collapsed.append(_merge(group))
-        del groups[_template(line)]
+        repeats = sum(_times(member) for member in group)
+        if len(group) < 2 or repeats < _MIN_REPEATS or "#" not in template:
+            collapsed.extend(group)
+        else:
+            collapsed.append(_merge(group))
     return collapsed

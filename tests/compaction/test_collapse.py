@@ -59,3 +59,12 @@ def test_every_template_survives_and_every_number_is_named(pairs: list[tuple[str
         assert any(
             line.startswith(f"{word} ") and number in named_numbers(line) for line in collapsed
         )
+
+
+def test_a_line_collapsed_in_an_earlier_round_absorbs_this_rounds_lines() -> None:
+    earlier = "done: step 1-212, 215 (213 times)"
+    lines = [earlier, "Goal: ship.", "done: step 213", "done: step 214"]
+    assert collapse_lines(lines) == ["done: step 1-215 (215 times)", "Goal: ship."]
+    # Two rounds' collapses merge, and a template seen twice in all is still no template.
+    assert collapse_lines(["Fact 0-3. (4 times)", "Fact 4-7. (4 times)"]) == ["Fact 0-7. (8 times)"]
+    assert collapse_lines(["Step 1 done.", "Step 2 done."]) == ["Step 1 done.", "Step 2 done."]
