@@ -60,21 +60,23 @@ def number_ranges(values: Sequence[int]) -> str:
 
 
 def _merge(lines: Sequence[str]) -> str:
-    """One line for lines sharing a template: constant numbers kept, varying ones as ranges."""
+    """One line for lines sharing a template: constant numbers kept, the varying one as
+    ranges; when several vary, each is listed in line order so their pairing survives."""
     bodies = [_TIMES.sub("", line) for line in lines]
     slots = list(zip(*(_SLOT.findall(body) for body in bodies), strict=True))
+    varying = {slot for slot in slots if len(set(slot)) > 1}
     parts = _SLOT.split(bodies[0])
     text = parts[0]
     shown: set[tuple[str, ...]] = set()
     for slot, tail in zip(slots, parts[1:], strict=True):
-        if len(set(slot)) == 1:
+        if slot not in varying:
             text += slot[0]
-        else:  # a varying number repeated in the line ({"id": 7}: {"id": 7}) is listed once
-            text += (
-                _ELLIPSIS
-                if slot in shown
-                else number_ranges([value for written in slot for value in _values(written)])
-            )
+        elif len(varying) > 1:
+            text += "{" + ", ".join(slot) + "}"
+        elif slot in shown:  # one number, repeated in the line ({"id": 7}: {"id": 7})
+            text += _ELLIPSIS
+        else:
+            text += number_ranges([value for written in slot for value in _values(written)])
             shown.add(slot)
         text += tail
     return f"{text} ({sum(_times(line) for line in lines)} times)"

@@ -68,3 +68,8 @@ def test_a_line_collapsed_in_an_earlier_round_absorbs_this_rounds_lines() -> Non
     # Two rounds' collapses merge, and a template seen twice in all is still no template.
     assert collapse_lines(["Fact 0-3. (4 times)", "Fact 4-7. (4 times)"]) == ["Fact 0-7. (8 times)"]
     assert collapse_lines(["Step 1 done.", "Step 2 done."]) == ["Step 1 done.", "Step 2 done."]
+
+
+def test_when_several_numbers_vary_they_stay_aligned_line_by_line() -> None:
+    lines = [f"Step {step}: latency is {ms} ms." for step, ms in ((0, 120), (6, 376), (12, 438))]
+    assert collapse_lines(lines) == ["Step {0, 6, 12}: latency is {120, 376, 438} ms. (3 times)"]
