@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["collapse_lines", "number_ranges"]
+__all__ = ["collapse_lines", "is_templated", "number_ranges", "routine", "templates_of"]
 
 _RUN: Final = r"\d+(?:-\d+)?"
 # A number, or a list of numbers and ranges that an earlier collapse wrote ("1-3, 7, 9-12").
@@ -31,7 +31,8 @@ def _template(line: str) -> str:
 
 def _values(slot: str) -> list[int]:
     values: list[int] = []
-    for low, high in re.findall(r"(\d+)(?:-(\d+))?", slot.replace(f"{_ELLIPSIS} ", "x")):
+    named = re.sub(rf"{_ELLIPSIS} \d+ more", "", slot)  # the hidden values are gone for good
+    for low, high in re.findall(r"(\d+)(?:-(\d+))?", named):
         values.extend(range(int(low), int(high or low) + 1))
     return values
 
@@ -80,6 +81,26 @@ def _merge(lines: Sequence[str]) -> str:
             shown.add(slot)
         text += tail
     return f"{text} ({sum(_times(line) for line in lines)} times)"
+
+
+def is_templated(line: str) -> bool:
+    """A line an earlier collapse wrote: routine, however many numbers it names."""
+    return _TIMES.search(line) is not None
+
+
+def templates_of(lines: Sequence[str]) -> dict[str, int]:
+    """How often each template occurs among `lines`, earlier collapses counted in full."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        template = _template(line)
+        if "#" in template:
+            counts[template] = counts.get(template, 0) + _times(line)
+    return counts
+
+
+def routine(line: str, counts: dict[str, int]) -> bool:
+    """Whether `line` is one of a template's repetitions (3+ times): routine progress."""
+    return is_templated(line) or counts.get(_template(line), 0) >= _MIN_REPEATS
 
 
 def collapse_lines(lines: Sequence[str]) -> list[str]:

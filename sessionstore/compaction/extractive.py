@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..tokens import TokenEstimator, estimator_for_model
-from .collapse import collapse_lines
+from .collapse import collapse_lines, routine, templates_of
 from .prompts import Entry, transcript_entries
 from .summarizer import SummaryRequest, SummaryResult
 
@@ -264,7 +264,10 @@ _ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("emails", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
     (
         "ids",
-        re.compile(r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b"),
+        re.compile(
+            r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b|"
+            r"\b[A-Za-z]{1,6}_?\d{4,}\b"  # codes of any shape: XX69334, INC0042, acct_1234
+        ),
     ),
     (
         "versions",
@@ -802,9 +805,12 @@ def _salience(facts: Sequence[_Fact]) -> list[int]:
     return [sum(1 for word in found if seen[word] == 1) for found in words]
 
 
-def _drop_order(fact: _Fact, salience: int, age: int) -> tuple[int, bool, int, int]:
-    """Lowest first: priority by kind, then weak facts, then the least salient; age only
-    breaks ties (never oldest-first: the goal is usually the oldest fact).
+def _drop_order(
+    fact: _Fact, salience: int, age: int, routine: bool
+) -> tuple[bool, int, bool, int, int]:
+    """Lowest first: routine progress (a template seen 3+ times), then priority by kind, then
+    weak facts, then the least salient; age only breaks ties (never oldest-first: the goal
+    is usually the oldest fact).
 
     Ids, branches, URLs, environments and commits rank with the goals: each costs a few
     tokens and, unlike a file name, cannot be found again by searching the repository.
@@ -812,7 +818,7 @@ def _drop_order(fact: _Fact, salience: int, age: int) -> tuple[int, bool, int, i
     priority = _PRIORITY[fact.kind]
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
-    return (priority, not fact.weak, salience, age)
+    return (not routine, priority, not fact.weak, salience, age)
 
 
 class ExtractiveSummarizer:
@@ -879,7 +885,12 @@ class ExtractiveSummarizer:
             return full
         dropped: set[int] = set()
         salience = _salience(facts)
-        order = sorted(range(len(facts)), key=lambda i: _drop_order(facts[i], salience[i], i))
+        counts = templates_of([fact.body() for fact in facts])
+        routines = [routine(fact.body(), counts) for fact in facts]
+        order = sorted(
+            range(len(facts)),
+            key=lambda i: _drop_order(facts[i], salience[i], i, routines[i]),
+        )
         for index in order:
             dropped.add(index)
             # Generous, so the estimate never hides room that is really there; only an exact

@@ -530,3 +530,27 @@ def test_a_heuristic_estimator_is_respected_too(coding_session: Items) -> None:
     )
     assert estimator.count_text(text) <= 120
     assert "## Latest request" in text
+
+
+def test_routine_progress_is_evicted_before_the_facts_it_outnumbers() -> None:
+    """Issue 14: hundreds of routine turns, collapsed round after round into one line full of
+    numbers, must not push out a goal or a code stated once."""
+    facts = [
+        user("Customer wants to refund order 7697 before Friday."),
+        user("The ledger entry is XX69334."),
+    ]
+
+    def routine(start: int) -> Items:
+        return [
+            item
+            for order in range(start, start + 200)
+            for item in (user(f"Look up order {order}."), assistant(f"Order {order} has shipped."))
+        ]
+
+    prior = summarize([*facts, *routine(1000)], "brief")
+    assert "(200 times)" in prior and "XX69334" in prior
+    full = summarize(routine(3000), "brief", prior=prior)
+    budget = ESTIMATOR.count_text(full) // 2
+    text = summarize(routine(3000), "brief", prior=prior, max_tokens=budget)
+    assert "7697" in text and "XX69334" in text, text
+    assert ESTIMATOR.count_text(text) <= budget
