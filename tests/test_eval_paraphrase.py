@@ -3,28 +3,18 @@ every strategy, at issue 14's thresholds. The full run (120/300/1,000 turns) is 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
+from tests.support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "eval_paraphrase.py"
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_paraphrase", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_held_out_half_meets_the_thresholds_for_every_strategy() -> None:
@@ -46,7 +36,7 @@ def test_the_held_out_half_meets_the_thresholds_for_every_strategy() -> None:
 
 
 def test_the_halves_share_no_template_and_cover_every_kind() -> None:
-    script = load_script()
+    script = load_script(SCRIPT)
     for kind in script.KINDS:
         tuning = script.Generator("support", "tuning", 1)
         heldout = script.Generator("support", "heldout", 1)
@@ -56,7 +46,7 @@ def test_the_halves_share_no_template_and_cover_every_kind() -> None:
 
 
 def test_a_probe_needs_every_value_it_names() -> None:
-    script = load_script()
+    script = load_script(SCRIPT)
     fact = script.Generator("research", "heldout", 3).fact("constraint")
     assert fact.retained(fact.text)
     assert not fact.retained(fact.text.replace(fact.probe[0], "some amount"))
