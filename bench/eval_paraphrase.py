@@ -28,12 +28,16 @@ import json
 import random
 import sys
 import tempfile
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from sessionstore import SessionStore
+from agents import Agent, FunctionTool, RunConfig, Runner, Tool, set_tracing_disabled
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+from sessionstore import SessionStore, SQLSession
 from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
 from sessionstore.compaction.service import CompactConfig, CompactManager
@@ -312,8 +316,18 @@ class Run:
     final: dict[str, list[bool]]
 
 
+Found = dict[str, list[bool]]  # fact kind -> retained flags
+Path_ = Literal["manual", "runner"]
+
+
 async def run_session(
-    store: SessionStore, strategy: str, domain: str, turns: int, split: Split, seed: int
+    store: SessionStore,
+    strategy: str,
+    domain: str,
+    turns: int,
+    split: Split,
+    seed: int,
+    path: Path_ = "manual",
 ) -> Run:
     manager = CompactManager(
         CompactConfig(
@@ -324,9 +338,10 @@ async def run_session(
     )
     generator = Generator(domain, split, seed)
     plan = generator.plan(turns)
-    session = f"{strategy}-{domain}-{turns}-{seed}"
+    session = f"{path}-{strategy}-{domain}-{turns}-{seed}"
+    runner = RunnerTurns(store, manager, session) if path == "runner" else None
     planted: list[Fact] = []
-    rounds: list[dict[str, list[bool]]] = []
+    rounds: list[Found] = []
     for turn in range(turns):
         fact = plan.get(turn)
         if fact is not None:
@@ -334,15 +349,59 @@ async def run_session(
             items = [user(fact.text), assistant("Noted.")]
         else:
             items = generator.routine(turn)
-        await manager.append(session, items)
-        outcome = await manager.maybe_compact(session)
-        if outcome is not None and outcome.compacted:
+        if runner is not None:
+            compacted = await runner.turn(items)
+        else:
+            await manager.append(session, items)
+            outcome = await manager.maybe_compact(session)
+            compacted = outcome is not None and outcome.compacted
+        if compacted:
             rounds.append(await probe(store, session, planted))
     final = rounds[-1] if rounds else await probe(store, session, planted)
     return Run(strategy, domain, turns, rounds, final)
 
 
-Found = dict[str, list[bool]]  # fact kind -> retained flags
+class RunnerTurns:
+    """The same turns through the Agents SDK: `Runner.run` with a ScriptedModel that makes the
+    turn's tool call and gives its answer, an SQLSession, and pre-flight compaction in
+    `call_model_input_filter` (the path an application takes)."""
+
+    def __init__(self, store: SessionStore, manager: CompactManager, session_id: str) -> None:
+        self.store = store
+        self.session = SQLSession(session_id, store, manager=manager)
+        self.config = RunConfig(call_model_input_filter=manager.model_input_filter)
+        self.outputs: deque[str] = deque()
+        self.compactions = 0
+
+    def tool(self, name: str) -> FunctionTool:
+        async def invoke(_context: Any, _arguments: str) -> str:
+            return self.outputs.popleft()
+
+        schema = {"type": "object", "properties": {}, "additionalProperties": True}
+        return FunctionTool(name, f"the {name} tool", schema, invoke, strict_json_schema=False)
+
+    async def turn(self, items: Sequence[Item]) -> bool:
+        """Run one turn; whether the session was compacted during it."""
+        request, *rest = items
+        steps: list[ModelStep] = []
+        tools: list[Tool] = []
+        for item in rest:
+            if item.get("type") == "function_call":
+                tools.append(self.tool(item["name"]))
+                arguments = json.loads(item["arguments"])
+                call = function_call(item["name"], arguments, call_id=item["call_id"])
+                steps.append(ModelStep(output=[call]))
+            elif item.get("type") == "function_call_output":
+                self.outputs.append(item["output"])
+            else:
+                answer = assistant_message(text_of(item))
+                steps.append(ModelStep(output=[answer]))
+        agent = Agent(name="agent", model=ScriptedModel(steps), tools=tools)
+        await Runner.run(agent, text_of(request), session=self.session, run_config=self.config)
+        info = await self.store.session_info(self.session.session_id)
+        count = info.compaction_count if info is not None else 0
+        compacted, self.compactions = count > self.compactions, count
+        return compacted
 
 
 async def probe(store: SessionStore, session: str, planted: Sequence[Fact]) -> Found:
@@ -405,7 +464,8 @@ def failures(result: dict[str, Any]) -> list[str]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [f"Split: {result['split']}; window {result['window']} tokens.", ""]
+    lines = [f"Split: {result['split']}; path: {result['path']}; window {result['window']} tokens."]
+    lines.append("")
     lines.append("| strategy | turns | rounds | overall | " + " | ".join(KINDS) + " |")
     lines.append("|---" * (4 + len(KINDS)) + "|")
     for strategy, lengths in result["strategies"].items():
@@ -423,8 +483,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 async def evaluate(
     strategies: Sequence[str], domains: Sequence[str], lengths: Sequence[int], split: Split,
-    sessions: int,
+    sessions: int, path: Path_ = "manual",
 ) -> dict[str, Any]:  # fmt: skip
+    set_tracing_disabled(True)
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'eval.db'}"
@@ -434,9 +495,9 @@ async def evaluate(
                     for turns in lengths:
                         for seed in range(sessions):
                             runs.append(
-                                await run_session(store, strategy, domain, turns, split, seed)
+                                await run_session(store, strategy, domain, turns, split, seed, path)
                             )
-    return report(runs, split)
+    return {**report(runs, split), "path": path}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -446,11 +507,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
     parser.add_argument("--strategies", nargs="+", default=list(BUILTIN_STRATEGIES))
     parser.add_argument("--sessions", type=int, default=1, help="seeds per domain and length")
+    parser.add_argument(
+        "--path", choices=("manual", "runner"), default="manual",
+        help="manual: append + compact at each turn boundary; runner: the Agents SDK Runner",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--check", action="store_true", help="exit 1 below the thresholds")
     args = parser.parse_args(argv)
     result = asyncio.run(
-        evaluate(args.strategies, args.domains, args.turns, args.split, args.sessions)
+        evaluate(args.strategies, args.domains, args.turns, args.split, args.sessions, args.path)
     )
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     missed = failures(result)

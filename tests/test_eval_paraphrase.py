@@ -50,3 +50,21 @@ def test_a_probe_needs_every_value_it_names() -> None:
     fact = script.Generator("research", "heldout", 3).fact("constraint")
     assert fact.retained(fact.text)
     assert not fact.retained(fact.text.replace(fact.probe[0], "some amount"))
+
+
+def test_the_sdk_runner_path_keeps_the_held_out_facts_too() -> None:
+    """The same turns through Runner.run, a ScriptedModel and pre-flight compaction."""
+    env = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
+    argv = ["--path", "runner", "--turns", "300", "--domains", "support", "coding"]
+    argv += ["--strategies", "task_state", "requirements_ledger", "--json", "--check"]
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), *argv],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert report["path"] == "runner" and report["split"] == "heldout"
+    for strategy, lengths in report["strategies"].items():
+        row = lengths["300"]
+        assert min(row["rounds"]) >= 5 and row["overall"] >= 0.95, (strategy, row)
+        assert row["kinds"]["goal"] == 1.0, strategy
