@@ -66,12 +66,13 @@ def is_kept(fact: SheetLine, summary: str) -> bool:
     return not words or sum(word in present for word in words) / len(words) >= _KEPT_SHARE
 
 
-def _still_standing(fact: SheetLine, summary: str) -> bool:
-    """Kept, and kept as the same kind: a goal the summarizer filed under "State" would be
-    read back as a note next round and could then be dropped unnoticed."""
+def _still_standing(fact: SheetLine, summary: str, sheet: Sequence[SheetLine]) -> bool:
+    """Kept, and kept as the same kind (`sheet` is the summary's own standing facts): a goal
+    the summarizer filed under "State" would be read back as a note next round and could
+    then be dropped unnoticed."""
     if fact.kind == "entity":
         return is_kept(fact, summary)
-    return any(new.kind == fact.kind and is_kept(fact, new.text) for new in standing_facts(summary))
+    return any(new.kind == fact.kind and is_kept(fact, new.text) for new in sheet)
 
 
 def carry_forward(
@@ -80,7 +81,8 @@ def carry_forward(
     """`summary` with every standing fact of `prior` it dropped re-inserted while the
     result's `count` stays within `max_tokens`."""
     facts = standing_facts(prior)
-    missing = [fact for fact in facts if not _still_standing(fact, summary)]
+    sheet = standing_facts(summary) if facts else []
+    missing = [fact for fact in facts if not _still_standing(fact, summary, sheet)]
     reinserted: list[SheetLine] = []
     left_out: list[SheetLine] = []
     misfits = 0
