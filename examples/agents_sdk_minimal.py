@@ -17,6 +17,7 @@ from sessionstore import SessionStore
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactConfig, CompactManager
 from sessionstore.exporters import ConsoleExporter, EventBus
+from sessionstore.items import text_of
 
 
 def _model(turns: int) -> Any:
@@ -41,6 +42,9 @@ async def main(turns: int = 12) -> None:
     info = await store.session_info("user-42")
     assert info is not None
     print(f"{turns} turns, {info.compaction_count} compactions, {info.context_tokens} tokens now")
+    # What the model sees in place of the compacted turns: the latest summary.
+    texts = [text_of(item) for item in await session.get_items()]
+    print(next(text for text in texts if text.startswith("<COMPACT-SUMMARY")))
     await store.close()  # flushes the console exporter
 
 

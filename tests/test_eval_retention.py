@@ -5,19 +5,18 @@ Small sizes keep it fast; the full run and its numbers are in docs/QUALITY.md.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES, fill_template
 from tests.support.openai_server import OpenAIServer
+from tests.support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "eval_retention.py"
@@ -99,16 +98,6 @@ def test_an_openai_compatible_endpoint_summarizes_and_check_fails_below_target()
     assert system == fill_template(BUILTIN_STRATEGIES["brief"], body["max_tokens"])
 
 
-def load_script() -> ModuleType:
-    """The script as a module, to check its option parsing without starting a run."""
-    spec = importlib.util.spec_from_file_location("eval_retention", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize(
     ("argv", "advice"),
     [
@@ -122,6 +111,6 @@ def test_bad_options_say_what_to_do(
     argv: list[str], advice: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        load_script().parse_args(argv)
+        load_script(SCRIPT).parse_args(argv)
     assert exit_info.value.code == 2
     assert advice in capsys.readouterr().err

@@ -66,6 +66,10 @@ def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     turns, compactions = result.stdout.split()[0], result.stdout.split()[2]
     assert turns == "12" and int(compactions) >= 1
+    # It prints a real summary of the compacted turns (issue 14), not "No prior context".
+    summary = result.stdout.split("\n", 1)[1]
+    assert summary.startswith("<COMPACT-SUMMARY") and "No prior context" not in summary
+    assert "Noted fact 0-" in summary  # the scripted answers, one line with their range
     # The console exporter showed the decisions as they were made.
     assert "compact.trigger_decision" in result.stderr
     assert "compact.summary_created" in result.stderr

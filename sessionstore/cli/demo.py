@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .common import EXIT_FAILED, UrlOption, console, shown_url
 
@@ -111,5 +112,5 @@ def _print_long(report: LongSessionReport) -> bool:
         f"Active context now: {report.final_context_items} items, "
         f"{report.final_context_tokens:,} tokens. The current summary begins:"
     )
-    console.print(f"[dim]{report.summary_preview}[/]")
+    console.print(Text(report.summary_preview, style="dim"))  # stored text is data, not markup
     return fits and len(report.compactions) >= 1

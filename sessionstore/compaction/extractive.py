@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..tokens import TokenEstimator, estimator_for_model
+from .collapse import collapse_lines, routine, templates_of
 from .prompts import Entry, transcript_entries
 from .summarizer import SummaryRequest, SummaryResult
 
-__all__ = ["NO_CONTEXT", "ExtractiveSummarizer"]
+__all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
 
 NO_CONTEXT: Final = "No prior context: the compacted history held nothing to keep."
 
@@ -165,11 +166,16 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
 
 # Parsing a prior summary: single-kind sections take their lines verbatim, mixed sections
 # read the kind from each line's tag. Derived from the layouts so the two never disagree.
+# The fact sheet's re-inserted lines (factsheet.py) are tagged like a mixed section's.
+CARRIED_TITLE: Final = "Carried facts"
 _SECTION_KINDS: Final[Mapping[str, FactKind | None]] = {
-    section.title.lower(): None if section.mixed else section.kinds[0]
-    for layout in _LAYOUTS.values()
-    for section in layout.sections
-    if section.kinds
+    **{
+        section.title.lower(): None if section.mixed else section.kinds[0]
+        for layout in _LAYOUTS.values()
+        for section in layout.sections
+        if section.kinds
+    },
+    CARRIED_TITLE.lower(): None,
 }
 
 # Ledger lines ("decision :: rationale :: inputs :: outputs") are carried as written.
@@ -259,7 +265,10 @@ _ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("emails", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
     (
         "ids",
-        re.compile(r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b"),
+        re.compile(
+            r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b|"
+            r"\b[A-Za-z]{1,6}_?\d{4,}\b"  # codes of any shape: XX69334, INC0042, acct_1234
+        ),
     ),
     (
         "versions",
@@ -290,6 +299,8 @@ _ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
             r"(?:com|net|org|io|dev|app|cloud|ai|internal|local|lan|corp|svc)\b"
         ),
     ),
+    # Any other file name: "corpus-v3.parquet", "report.pdf" (after hosts, so a domain stays one).
+    ("files", re.compile(r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,7}\b(?![.@/-]?\w)")),
     ("commits", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
     (
         "environments",
@@ -345,6 +356,9 @@ _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
 _CHANGE_BODY = re.compile(r"^(\S+): (.*)$")
 _LEDGER_SEPARATOR: Final = " :: "
+# A number or an id of any shape ("order 7697", "500 EUR", "step 212", "INC0042"): a sentence
+# that names one says something that cannot be guessed again.
+_IDENTIFIER = re.compile(r"\b\w*\d\w*\b")
 _WORD = re.compile(r"[a-z0-9]+(?:[._/:-][a-z0-9]+)*")
 _NAME = re.compile(r"[\w,;)] ([A-Z][a-z]+)\b")  # capitalized inside a sentence: a name
 
@@ -429,7 +443,7 @@ def _worth_noting(sentence: str, *, user: bool) -> bool:
     """
     if sentence.rstrip().endswith("?"):
         return False
-    if _entities(sentence):
+    if _entities(sentence) or _IDENTIFIER.search(sentence):
         return True
     return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
 
@@ -502,6 +516,29 @@ def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fa
         return [_Fact(kind, body)]
     facts = [_Fact(_classify(sentence) or "note", sentence) for sentence in _sentences(body)]
     return facts + [_Fact("entity", value, label=group) for group, value in _entities(body)]
+
+
+@dataclass(frozen=True, slots=True)
+class SheetLine:
+    """One fact of a summary's fact sheet, as a line that parses back into the same fact."""
+
+    kind: str
+    text: str  # what must still be said: the sentence, or the entity's value
+    line: str  # "Goal: ...", or "files: corpus-v3.parquet" for an entity
+
+
+def summary_facts(text: str) -> list[SheetLine]:
+    """The facts a summary states (written by any summarizer), deduplicated, in order."""
+    sheet: list[SheetLine] = []
+    # A fact stated twice (in prose, and tagged among the carried facts) keeps its kind.
+    parsed = sorted(_parse_summary(text).facts, key=lambda fact: fact.kind == "note")
+    for fact in _dedupe(parsed):
+        if fact.kind == "entity":
+            sheet.append(SheetLine("entity", fact.text, f"{fact.label}: {fact.text}"))
+        else:
+            said = fact.body()
+            sheet.append(SheetLine(fact.kind, said, f"{_TAGS[fact.kind]}: {said}"))
+    return sheet
 
 
 # ---------------------------------------------------------------- reading the items
@@ -697,12 +734,14 @@ def _section_lines(section: _Section, facts: Sequence[_Fact]) -> list[str]:
     stated = [fact for fact in facts if fact.kind != "entity"]
     if section.mixed and not section.ledger:  # ledgers stay chronological
         stated.sort(key=lambda fact: section.kinds.index(fact.kind))
-    lines = []
-    for number, fact in enumerate(stated, start=1):
+    bodies = []
+    for fact in stated:
         body = (fact.ledger if section.ledger else "") or fact.body()
-        if section.mixed:
-            body = f"{_TAGS[fact.kind]}: {body}"
-        lines.append(f"[{section.ledger}{number}] {body}" if section.ledger else f"- {body}")
+        bodies.append(f"{_TAGS[fact.kind]}: {body}" if section.mixed else body)
+    lines = [
+        f"[{section.ledger}{number}] {body}" if section.ledger else f"- {body}"
+        for number, body in enumerate(collapse_lines(bodies), start=1)
+    ]
     groups: dict[str, list[str]] = {}
     for fact in facts:
         if fact.kind == "entity":
@@ -725,8 +764,54 @@ def _render(layout: _Layout, facts: Sequence[_Fact], request: str | None) -> str
     return "\n\n".join(blocks)
 
 
-def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
-    """Lowest first: priority, then weak facts, then the oldest.
+def _masked(text: str) -> str:
+    """A tool output as its head and tail with its size: enough to recognize, never a dump."""
+    flat = _squash(text)
+    if len(flat) <= 2 * _HEAD_CHARS:
+        return flat or "(empty)"
+    return f"{flat[:_HEAD_CHARS]} {_ELLIPSIS} {flat[-_HEAD_CHARS // 2 :]} ({len(text)} chars)"
+
+
+def _condensed(entries: Sequence[Entry]) -> list[_Fact]:
+    """Every entry as a note: user words verbatim (clipped), each tool call with its arguments
+    and masked output, each other participant's conclusion (its last sentence)."""
+    outputs: dict[str | None, Entry] = {
+        e.call_id: e for e in entries if e.kind == "tool_output" and e.call_id
+    }
+    called = {e.call_id for e in entries if e.kind == "tool_call"}
+    notes: list[str] = []
+    for entry in entries:
+        if entry.kind == "tool_call":
+            output = outputs.get(entry.call_id)
+            result = _masked(output.text) if output else "no output yet"
+            notes.append(f"{entry.label or 'tool'} {_clip(entry.text, 80)} -> {result}")
+        elif entry.kind == "tool_output" and entry.call_id not in called:
+            notes.append(f"{entry.label or 'tool'} -> {_masked(entry.text)}")
+        elif entry.kind == "message" and entry.label == "user":
+            notes.append(f"user: {_clip(entry.text, _MAX_SENTENCE_CHARS)}")
+        elif entry.kind != "tool_output" and entry.text.strip():
+            said = [*_sentences(entry.text)] or [_clip(entry.text, _MAX_SENTENCE_CHARS)]
+            notes.append(f"{entry.label}: {said[-1]}")
+    return [_Fact("note", note, weak=True) for note in dict.fromkeys(notes)]
+
+
+def _salience(facts: Sequence[_Fact]) -> list[int]:
+    """How many of each fact's words no other fact uses: a rare token (an id, a name, a
+    number) is what makes a fact worth keeping, whatever words state it."""
+    words = [_words(fact.body()) for fact in facts]
+    seen: dict[str, int] = {}
+    for found in words:
+        for word in found:
+            seen[word] = seen.get(word, 0) + 1
+    return [sum(1 for word in found if seen[word] == 1) for found in words]
+
+
+def _drop_order(
+    fact: _Fact, salience: int, age: int, routine: bool
+) -> tuple[bool, int, bool, int, int]:
+    """Lowest first: routine progress (a template seen 3+ times), then priority by kind, then
+    weak facts, then the least salient; age only breaks ties (never oldest-first: the goal
+    is usually the oldest fact).
 
     Ids, branches, URLs, environments and commits rank with the goals: each costs a few
     tokens and, unlike a file name, cannot be found again by searching the repository.
@@ -734,7 +819,7 @@ def _drop_order(fact: _Fact, age: int) -> tuple[int, bool, int]:
     priority = _PRIORITY[fact.kind]
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
-    return (priority, not fact.weak, age)
+    return (not routine, priority, not fact.weak, salience, age)
 
 
 class ExtractiveSummarizer:
@@ -757,18 +842,22 @@ class ExtractiveSummarizer:
     def render(self, request: SummaryRequest) -> str:
         """The summary text (synchronous: there is nothing to wait for)."""
         layout = _LAYOUTS.get(request.strategy, _LAYOUTS["task_state"])
-        facts, latest = self._collect(request)
+        entries = transcript_entries(request.items)
+        facts, latest = self._collect(request, entries)
         kinds = {kind for section in layout.sections for kind in section.kinds}
         tools = [fact for fact in facts if fact.kind == "tool"]
         limit = len(tools) if layout.tool_limit is None else layout.tool_limit
         stale = set(tools[: len(tools) - limit])
         facts = [fact for fact in facts if fact.kind in kinds and fact not in stale]
         if not facts and latest is None:
+            facts = _condensed(entries)  # nothing matched a rule: the transcript, condensed
+        if not facts and latest is None:
             return self._clip_to(NO_CONTEXT, request.max_tokens) or ""
         return self._fit(layout, facts, latest, request.max_tokens)
 
-    def _collect(self, request: SummaryRequest) -> tuple[list[_Fact], str | None]:
-        entries = transcript_entries(request.items)
+    def _collect(
+        self, request: SummaryRequest, entries: list[Entry]
+    ) -> tuple[list[_Fact], str | None]:
         users = [
             e for e in entries if e.kind == "message" and e.label == "user" and not _is_summary(e)
         ]
@@ -792,14 +881,20 @@ class ExtractiveSummarizer:
     def _fit(
         self, layout: _Layout, facts: list[_Fact], request: str | None, max_tokens: int
     ) -> str:
-        """Drop the lowest-priority facts (oldest first) until the summary fits."""
+        """Drop the lowest-priority, least salient facts until the summary fits."""
         count = self._estimator.count_text
         full = _render(layout, facts, request)
         estimate = count(full)
         if estimate <= max_tokens:
             return full
         dropped: set[int] = set()
-        order = sorted(range(len(facts)), key=lambda i: _drop_order(facts[i], i))
+        salience = _salience(facts)
+        counts = templates_of([fact.body() for fact in facts])
+        routines = [routine(fact.body(), counts) for fact in facts]
+        order = sorted(
+            range(len(facts)),
+            key=lambda i: _drop_order(facts[i], salience[i], i, routines[i]),
+        )
         for index in order:
             dropped.add(index)
             # Generous, so the estimate never hides room that is really there; only an exact

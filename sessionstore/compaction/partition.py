@@ -278,6 +278,7 @@ def fit(
     """
     turns, pairs = policy.keep_recent_turns, policy.keep_tool_io_pairs
     user_budget = policy.recent_user_token_budget
+    allowance = policy.summary_allowance(ceiling)  # scales with the usable window
     reductions: list[str] = []
     while True:
         plan = partition(
@@ -288,7 +289,7 @@ def fit(
             estimator=estimator,
         )
         prior = plan.prior_summary.tokens if plan.prior_summary else 0
-        wanted = min(policy.summary_max_tokens, max(_MIN_SUMMARY, plan.remainder_tokens + prior))
+        wanted = min(allowance, max(_MIN_SUMMARY, plan.remainder_tokens + prior))
         used = plan.pinned_tokens + plan.kept_tokens + fixed_tokens + _SUMMARY_ROW_OVERHEAD
         if target - used >= min(wanted, _SUMMARY_FLOOR):
             summary_tokens = min(wanted, target - used)

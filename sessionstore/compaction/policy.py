@@ -34,7 +34,8 @@ class CompactPolicy(BaseModel):
     recent_user_token_budget: int = Field(20_000, ge=0)
     strategy: str = "task_state"
     custom_strategies: dict[str, str] = Field(default_factory=dict)
-    summary_max_tokens: int = Field(2048, ge=16)
+    # None scales the summary's allowance with the window (see summary_allowance).
+    summary_max_tokens: int | None = Field(None, ge=16)
     summary_role: Literal["assistant", "user"] = "assistant"
     max_consecutive_compactions: int = Field(3, ge=1)
     truncation: TruncationPolicy = Field(default_factory=TruncationPolicy)
@@ -47,6 +48,13 @@ class CompactPolicy(BaseModel):
                 f"soft_limit_tokens ({soft}) must not exceed hard_limit_tokens ({hard})"
             )
         return self
+
+    def summary_allowance(self, max_context_tokens: int) -> int:
+        """Tokens the summary may use: `summary_max_tokens`, or 3% of the (usable) window,
+        between 2,048 and 16,384. A fixed 2,048 starves a 1M-token session's summary."""
+        if self.summary_max_tokens is not None:
+            return self.summary_max_tokens
+        return min(max(math.ceil(max_context_tokens * 0.03), 2048), 16_384)
 
     def budget(self, max_context_tokens: int) -> int:
         """Tokens the context may use: the window minus the reserved buffer."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ..archive.sinks import ArchiveDelivery, ArchiveSink
@@ -24,6 +24,7 @@ from ..store import SessionStore
 from ..tokens import TokenEstimator
 from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
+from .factsheet import Carried, carry_forward
 from .fixed_costs import FixedCostCache
 from .message import as_item
 from .observers import CompactionObserver
@@ -411,8 +412,11 @@ class CompactManager:
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
-        summary = await self._summarize(
-            session_id, plan, strategy or self.policy.strategy, summary_budget
+        summary = self._scrubbed(
+            plan,
+            await self._summarize(
+                session_id, plan, strategy or self.policy.strategy, summary_budget
+            ),
         )
         layers = Layers.of(plan)
         write = CompactionWrite(
@@ -561,7 +565,10 @@ class CompactManager:
                 result = await self.summarizer.summarize(request)
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
-                return _Summary(result.text, strategy.name, None, events)
+                carried = carry_forward(prior, result.text, self.estimator.count_text, max_tokens)
+                if carried.checked:
+                    events.append(_carried_event(session_id, carried))
+                return _Summary(carried.text, strategy.name, None, events)
             except SummaryTooLongError as exc:
                 if too_long < _TOO_LONG_RETRIES:
                     too_long += 1
@@ -592,6 +599,22 @@ class CompactManager:
                 failure = exc
             events.append(self._error_event(session_id, failure, PRUNE_ONLY))
             return _Summary(None, strategy.name, PRUNE_ONLY, events)
+
+    def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
+        """The summary without any secret the redactor finds in what it summarized.
+
+        A summary can carry a secret without the context that made it recognizable
+        (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
+        in the sources are removed, before the summary is stored, not only from events.
+        """
+        if summary.text is None:
+            return summary
+        sources = [text_of(item) for unit in plan.remainder for item in unit.items]
+        if plan.prior_summary is not None:
+            sources.append(text_of(plan.prior_summary.items[0]))
+        redactor = self.store.redactor
+        text = redactor.scrub(summary.text, redactor.secrets_in(sources))
+        return summary if text == summary.text else replace(summary, text=text)
 
     def _error_event(self, session_id: str, exc: Exception, fallback: str) -> Event:
         kind = exc.kind if isinstance(exc, SummarizerError) else type(exc).__name__
@@ -636,11 +659,6 @@ class CompactManager:
         found: list[Event] = []
         if summary.text is not None:
             summary_tokens = self.estimator.count_text(summary.text)
-            sources = [text_of(item) for unit in plan.remainder for item in unit.items]
-            if plan.prior_summary is not None:
-                sources.append(text_of(plan.prior_summary.items[0]))
-            redactor = self.store.redactor
-            exported_summary = redactor.scrub(summary.text, redactor.secrets_in(sources))
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )
@@ -653,7 +671,7 @@ class CompactManager:
                         "input_messages": layers.pruned_count,
                         "summary_tokens": summary_tokens,
                         "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
-                        "summary": exported_summary,
+                        "summary": summary.text,
                     },
                 )
             )
@@ -701,6 +719,23 @@ class CompactManager:
             )
         )
         return found
+
+
+def _carried_event(session_id: str, carried: Carried) -> Event:
+    """`compact.facts_carried`: how many standing facts the new summary had to keep, which
+    ones the summarizer dropped and were put back, and how many did not fit."""
+    return Event(
+        "compact.facts_carried",
+        session_id,
+        severity="warning" if carried.left_out else "info",
+        fields={
+            "checked": carried.checked,
+            "reinserted": len(carried.reinserted),
+            "reinserted_facts": [fact.line for fact in carried.reinserted],
+            "left_out": len(carried.left_out),
+            "left_out_kinds": sorted({fact.kind for fact in carried.left_out}),
+        },
+    )
 
 
 def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:

@@ -6,6 +6,7 @@ with SESSIONSTORE_UPDATE_GOLDEN=1, read the diff, and commit it with the change.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -372,7 +373,79 @@ def test_the_latest_request_is_truncated_only_when_it_alone_is_too_long() -> Non
 
 def test_nothing_to_summarize_says_so() -> None:
     assert summarize([]) == NO_CONTEXT
-    assert summarize([assistant("Sure!"), {"type": "reasoning", "summary": []}]) == NO_CONTEXT
+    assert summarize([{"type": "reasoning", "summary": []}, user("   ")]) == NO_CONTEXT
+
+
+def support_session(orders: list[int]) -> Items:
+    """Issue 14's ordinary support session: look up an order, call the tool, report it."""
+    items: Items = []
+    for number, order in enumerate(orders):
+        items += [
+            user(f"Look up order {order}."),
+            {
+                "type": "function_call",
+                "call_id": f"c{number}",
+                "name": "lookup_order",
+                "arguments": json.dumps({"order_id": order}),
+            },
+            {
+                "type": "function_call_output",
+                "call_id": f"c{number}",
+                "output": json.dumps({"order_id": order, "status": "shipped"}),
+            },
+            assistant(f"Order {order} has shipped."),
+        ]
+    return items
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_support_session_names_every_order_and_its_outcome(strategy: str) -> None:
+    orders = random.Random(14).sample(range(1000, 9999), 40)
+    text = summarize(support_session(orders), strategy)
+    assert NO_CONTEXT not in text
+    outcomes = [line for line in text.splitlines() if "has shipped" in line]
+    assert outcomes, text
+    for order in orders:
+        assert any(str(order) in line for line in outcomes), order
+    assert ESTIMATOR.count_text(text) < 700  # one line per template, not one per turn
+
+
+def test_templated_lines_collapse_into_one_line_with_their_range() -> None:
+    items = [assistant(f"Continue with step {step}: check item 17.") for step in range(1, 213)]
+    text = summarize(items, "brief")
+    assert "Continue with step 1-212: check item 17. (212 times)" in text
+    assert text.count("Continue with step") == 1
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user", "assistant", "tool"]),
+            st.text(st.characters(codec="utf-8"), max_size=60),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from(STRATEGIES),
+)
+def test_no_strategy_writes_no_prior_context_for_a_non_empty_remainder(
+    turns: list[tuple[str, str]], strategy: str
+) -> None:
+    items: Items = []
+    for number, (kind, text) in enumerate(turns):
+        if kind == "tool":
+            items.append(
+                {"type": "function_call", "call_id": f"c{number}", "name": "t", "arguments": "{}"}
+            )
+            items.append({"type": "function_call_output", "call_id": f"c{number}", "output": text})
+        else:
+            items.append({"role": kind, "content": text})
+    summary = summarize(items, strategy)
+    if any(kind == "tool" or text.strip() for kind, text in turns):
+        assert summary.strip() and summary != NO_CONTEXT, summary
+    else:
+        assert summary == NO_CONTEXT
 
 
 def test_odd_items_never_raise() -> None:
@@ -457,3 +530,27 @@ def test_a_heuristic_estimator_is_respected_too(coding_session: Items) -> None:
     )
     assert estimator.count_text(text) <= 120
     assert "## Latest request" in text
+
+
+def test_routine_progress_is_evicted_before_the_facts_it_outnumbers() -> None:
+    """Issue 14: hundreds of routine turns, collapsed round after round into one line full of
+    numbers, must not push out a goal or a code stated once."""
+    facts = [
+        user("Customer wants to refund order 7697 before Friday."),
+        user("The ledger entry is XX69334."),
+    ]
+
+    def routine(start: int) -> Items:
+        return [
+            item
+            for order in range(start, start + 200)
+            for item in (user(f"Look up order {order}."), assistant(f"Order {order} has shipped."))
+        ]
+
+    prior = summarize([*facts, *routine(1000)], "brief")
+    assert "(200 times)" in prior and "XX69334" in prior
+    full = summarize(routine(3000), "brief", prior=prior)
+    budget = ESTIMATOR.count_text(full) // 2
+    text = summarize(routine(3000), "brief", prior=prior, max_tokens=budget)
+    assert "7697" in text and "XX69334" in text, text
+    assert ESTIMATOR.count_text(text) <= budget

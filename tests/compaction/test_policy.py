@@ -87,3 +87,11 @@ def test_target_is_below_the_trigger_and_within_budget(
     target = policy.target(window)
     assert target <= policy.budget(window)
     assert not decide(target, window, policy).triggered
+
+
+def test_the_summary_allowance_scales_with_the_window_unless_fixed() -> None:
+    policy = CompactPolicy()
+    assert policy.summary_allowance(16_000) == 2048  # small windows keep the old default
+    assert policy.summary_allowance(200_000) == 6000
+    assert policy.summary_allowance(1_000_000) == 16_384
+    assert CompactPolicy(summary_max_tokens=500).summary_allowance(1_000_000) == 500

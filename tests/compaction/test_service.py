@@ -329,3 +329,62 @@ async def test_compaction_invariants(
         assert normalize(context).items == normalize(await store.load_context(sid)).items
         async with SessionStore(db_url) as reopened:
             assert await reopened.load_context(sid) == context
+
+
+# One secret per default redaction pattern, each in a sentence the summarizer keeps
+# (names, paths and addresses are what it copies); the value after "->" must never be stored.
+SECRET_LINES = {
+    "Deploy with postgres://app:S3cr3t-Pa55@db.internal:5432/prod from now on.": "S3cr3t-Pa55",
+    "The AWS key is aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY for "
+    "the backup job.": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "Use AKIAIOSFODNN7EXAMPLE as the access key id for staging.": "AKIAIOSFODNN7EXAMPLE",
+    "We decided to rotate sk-proj-Abc123Def456Ghi789Jkl012 because it leaked.": (
+        "sk-proj-Abc123Def456Ghi789Jkl012"
+    ),
+    "The CI token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for repo main.": (
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    ),
+    "Slack alerts post with xoxb-1234567890-abcdefghij to channel ops-7.": (
+        "xoxb-1234567890-abcdefghij"
+    ),
+    "The maps key AIzaSyA1234567890abcdefghijklmnopqrstuv must stay private.": (
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv"
+    ),
+    "Send the header Authorization: Basic dXNlcjpwYXNz9 to api.example.com.": "dXNlcjpwYXNz9",
+    "Run curl -H 'Bearer tok3nV4lue.xyz' https://api.example.com/v2/orders now.": (
+        "tok3nV4lue.xyz"
+    ),
+    "Start it with --db-password Hunter2-Zebra in config/run.sh always.": "Hunter2-Zebra",
+    "The session cookie is eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlMTIz for tests.": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlMTIz"
+    ),
+    "Use -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkgT0pSecretBody\n-----END EC PRIVATE KEY-----"
+    " for signing.": "MHcCAQEEIBkgT0pSecretBody",
+}
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    ["task_state", "brief", "decision_log", "code_delta", "step_ledger", "requirements_ledger"],
+)
+async def test_the_stored_summary_holds_no_secret_of_the_summarized_items(
+    store: SessionStore, strategy: str
+) -> None:
+    """Issue 18: the summary of items with secrets carries none of them, bare or in context."""
+    manager = manager_for(store, window=100_000, keep_recent_turns=1, strategy=strategy)
+    messages: list[dict[str, Any]] = []
+    for number, line in enumerate(SECRET_LINES):
+        messages += [user(line), assistant(f"Noted for step {number}: {line}")]
+    messages += [user("Carry on with the release."), assistant("Done.")]
+    await manager.manual_compact("s", messages)
+    summaries = [
+        text for text in contents(await store.load_context("s")) if text.startswith("<COMPACT-")
+    ]
+    assert len(summaries) == 1
+    stored = summaries[0]
+    for secret in SECRET_LINES.values():
+        assert secret not in stored, secret
+    assert "<REDACTED>" in stored
+    # The live session's originals are untouched: the archive still holds them.
+    async with store.engine.connect() as conn:
+        assert (await conn.execute(sa.select(sa.func.count()).select_from(archives))).scalar()
