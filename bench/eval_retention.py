@@ -31,8 +31,8 @@ from typing import Any, Final, Literal
 
 from sessionstore import SessionStore
 from sessionstore.compaction.extractive import ExtractiveSummarizer
+from sessionstore.compaction.marker import SUMMARY_START
 from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.persist import SUMMARY_PREFIX
 from sessionstore.compaction.policy import CompactPolicy
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
 from sessionstore.compaction.service import CompactConfig, CompactManager
@@ -70,7 +70,7 @@ PER_ROUND: Final[dict[FactKind, tuple[int, int]]] = {  # planted in round 1, in 
     "decision": (2, 1),
     "open_action": (2, 1),
 }
-SUMMARY_MARK: Final = SUMMARY_PREFIX.split("{", 1)[0]
+SUMMARY_MARK: Final = SUMMARY_START
 SLOT: Final = re.compile(r"\{(\w+)\}")
 
 

@@ -16,6 +16,7 @@ from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from .adapters.agents_sdk import SQLSession, input_filter
+from .compaction.marker import SUMMARY_START
 from .items import text_of
 from .rows import StoredRow
 from .store import SessionStore
@@ -247,9 +248,7 @@ async def run_long_session(
         context = await store.load_context(session_id)
         info = await store.session_info(session_id)
         assert info is not None
-        summary = next(
-            (text_of(i) for i in context if text_of(i).startswith("<COMPACT-SUMMARY")), ""
-        )
+        summary = next((text_of(i) for i in context if text_of(i).startswith(SUMMARY_START)), "")
     return LongSessionReport(
         window=window,
         turns=step,

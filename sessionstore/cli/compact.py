@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ..builders import build_manager
+from ..compaction.marker import marker_line
 from ..compaction.prompts import resolve_strategy
 from ..compaction.report import diff_lines
 from ..compaction.service import CompactionOutcome
@@ -159,7 +160,7 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool) -> None:
     if not dry_run and outcome.result is not None:
         fallback = f", fallback {outcome.fallback}" if outcome.fallback else ""
         console.print(
-            f"Wrote <COMPACT-SUMMARY v{outcome.result.version}> ({outcome.strategy}{fallback})."
+            f"Wrote {marker_line(outcome.result.version)} ({outcome.strategy}{fallback})."
         )
         if outcome.summary:
             console.print(f"[dim]{outcome.summary}[/]")

@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 
 from ..tokens import TokenEstimator, estimator_for_model
 from .collapse import collapse_lines, routine, templates_of
+from .marker import SUMMARY_LINE
 from .prompts import Entry, transcript_entries
 from .summarizer import SummaryRequest, SummaryResult
 
@@ -350,7 +351,6 @@ _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)\s+(?=[\"'`(\[]?[A-Z0-9#])"
 )
-_MARKER = re.compile(r"^\s*<COMPACT-SUMMARY v\d+>\s*")
 _HEADER = re.compile(r"^(?:#{1,6}\s+(.+?)|\*\*(.+?)\*\*|([A-Z][A-Za-z /-]{1,40}):)\s*:?\s*$")
 _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
@@ -474,7 +474,7 @@ def _parse_summary(text: str) -> _Prior:
     """Facts of a summary this class wrote (exactly) or of other text (sentence by sentence)."""
     prior = _Prior()
     title: str | None = None
-    for raw in _MARKER.sub("", text).splitlines():
+    for raw in SUMMARY_LINE.sub("", text).splitlines():
         line = raw.strip()
         if not line or line == NO_CONTEXT:
             continue
@@ -566,7 +566,7 @@ def _paths_in(arguments: str) -> list[str]:
 
 
 def _is_summary(entry: Entry) -> bool:
-    return entry.kind == "message" and _MARKER.match(entry.text) is not None
+    return entry.kind == "message" and SUMMARY_LINE.match(entry.text) is not None
 
 
 @dataclass(slots=True)

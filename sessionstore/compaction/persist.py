@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -36,15 +36,9 @@ from ..schema import (
 )
 from ..schema import messages as messages_table
 from ..store import AnyRow, lock_session, rows_after, seal_row
-
-SUMMARY_PREFIX: Final = "<COMPACT-SUMMARY v{version}>"
+from .marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
-
-
-def summary_marker(version: int, text: str) -> str:
-    """The marker text that starts every summary (how models and humans recognise it)."""
-    return f"{SUMMARY_PREFIX.format(version=version)}\n{text}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,11 @@ from .errors import CompactError, CompactErrorReason
 from .extractive import ExtractiveSummarizer
 from .factsheet import Carried, carry_forward
 from .fixed_costs import FixedCostCache
+from .marker import SUMMARY_START
 from .message import as_item
 from .observers import CompactionObserver
 from .partition import Partition, Unit, build_units, fit
 from .persist import (
-    SUMMARY_PREFIX,
     CompactionResult,
     CompactionWrite,
     archived_record,
@@ -769,7 +769,7 @@ def _prior_text(unit: Unit | None) -> str | None:
         return None
     text = text_of(unit.items[0])
     first, _, rest = text.partition("\n")
-    return rest if first.startswith(SUMMARY_PREFIX.split("{", 1)[0]) else text
+    return rest if first.startswith(SUMMARY_START) else text
 
 
 def _safe_message(exc: BaseException) -> str:

@@ -11,7 +11,7 @@ import pytest
 from sessionstore import SessionStore
 from sessionstore.adapters.chat import ChatConversation, reply_message
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
-from sessionstore.compaction.persist import SUMMARY_PREFIX
+from sessionstore.compaction.marker import SUMMARY_START
 from sessionstore.tokens import estimator_for_model
 from tests.support.openai_server import OpenAIServer, ok, tool_call
 
@@ -88,8 +88,9 @@ async def test_a_plain_chat_loop_stays_in_its_window_and_compacts(db_url: str) -
         calls = {c["id"] for m in messages for c in m.get("tool_calls") or []}
         assert calls == answered  # every call answered, no orphan result
     last = sent[-1]["messages"]
-    marker = SUMMARY_PREFIX.split("{")[0]
-    assert any(str(m.get("content")).startswith(marker) for m in last)  # the summary was sent
+    assert any(
+        str(m.get("content")).startswith(SUMMARY_START) for m in last
+    )  # the summary was sent
     assert last[-1]["role"] == "tool" and last[-1]["content"].startswith("Order 7011 shipped")
     assert [row.seq for row in rows] == list(range(1, len(rows) + 1))
     assert not any(row.item and row.item.get("role") == "system" for row in rows)  # not stored
