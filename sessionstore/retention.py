@@ -107,20 +107,17 @@ def _read_policies(conn: Connection) -> list[RetentionPolicy]:
 
 async def set_policy(store: SessionStore, policy: RetentionPolicy) -> None:
     """Create or replace a policy (by name)."""
-    await store.ensure_ready()
-    await store.database.write(_tx_set_policy, policy)
+    await store.write_transaction(_tx_set_policy, policy)
 
 
 async def delete_policy(store: SessionStore, name: str) -> bool:
     """Remove a policy; False if there was none by that name."""
-    await store.ensure_ready()
-    return await store.database.write(_tx_delete_policy, name)
+    return await store.write_transaction(_tx_delete_policy, name)
 
 
 async def list_policies(store: SessionStore) -> list[RetentionPolicy]:
     """Every policy, by name."""
-    await store.ensure_ready()
-    return await store.database.read(_read_policies)
+    return await store.read_snapshot(_read_policies)
 
 
 # ------------------------------------------------------------------ the job
@@ -222,18 +219,17 @@ async def run_retention(
     """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    await store.ensure_ready()
     at = now or datetime.now(UTC)
     chosen = [p for p in (policies or await list_policies(store)) if p.enabled]
     counts: dict[str, int] = {}
     for policy in chosen:
         cutoff = at - timedelta(days=policy.older_than_days)
         if dry_run:
-            counts[policy.name] = await store.database.read(_tx_count, policy, cutoff)
+            counts[policy.name] = await store.read_snapshot(_tx_count, policy, cutoff)
             continue
         done = 0
         while True:
-            touched = await store.database.write(_tx_batch, policy, cutoff, batch_size)
+            touched = await store.write_transaction(_tx_batch, policy, cutoff, batch_size)
             done += touched
             if progress is not None:
                 progress(policy.name, done)

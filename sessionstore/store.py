@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
@@ -515,6 +515,23 @@ class SessionStore:
                     Event("tokens.estimator_fallback", severity="warning", fields=fields)
                 )
             await self.record_events(warnings)
+
+    # ------------------------------------------------------------- the seam
+
+    async def write_transaction(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(connection, *args)` as one write transaction on this store's database.
+
+        The one way in for kernel jobs that write beyond appends (a compaction's commit,
+        retention, key rotation): the schema is checked first, the per-backend write
+        rules (SQLite's writer thread, bounded waits, uncancellable outcome) apply.
+        """
+        await self.ensure_ready()
+        return await self.database.write(fn, *args, **kwargs)
+
+    async def read_snapshot(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(connection, *args)` for reading (archives, policies, key usage)."""
+        await self.ensure_ready()
+        return await self.database.read(fn, *args, **kwargs)
 
     # ------------------------------------------------------------------ writes
 

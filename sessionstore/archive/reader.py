@@ -23,6 +23,5 @@ async def read_archives(
     store: SessionStore, session_id: str, *, compaction_id: int | None = None
 ) -> list[OpenedArchive]:
     """Every archive of a session (or of one compaction), oldest first."""
-    await store.ensure_ready()
-    rows = await store.database.read(_rows, session_id, compaction_id)
+    rows = await store.read_snapshot(_rows, session_id, compaction_id)
     return [open_archive(row, store.keyring) for row in rows]

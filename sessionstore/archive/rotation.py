@@ -99,8 +99,7 @@ def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
 
 async def key_usage(store: SessionStore) -> dict[str, int]:
     """How many sealed archives each key id protects."""
-    await store.ensure_ready()
-    return await store.database.read(_usage)
+    return await store.read_snapshot(_usage)
 
 
 async def rotate_keys(
@@ -118,14 +117,15 @@ async def rotate_keys(
             "no keyring configured: set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE (with the new "
             "key active and the old keys still present), then rotate"
         )
-    await store.ensure_ready()
     before = await key_usage(store)
     todo = sum(count for key, count in before.items() if key != ring.active.key_id)
     done = batches = 0
     while max_batches is None or batches < max_batches:
-        count = await store.database.write(_tx_rewrap_batch, ring, batch_size)
+        count = await store.write_transaction(_tx_rewrap_batch, ring, batch_size)
         if count < batch_size:  # archives done: session payload keys share the budget
-            count += await store.database.write(_tx_rewrap_session_keys, ring, batch_size - count)
+            count += await store.write_transaction(
+                _tx_rewrap_session_keys, ring, batch_size - count
+            )
         done += count
         batches += 1
         if progress is not None:

@@ -460,7 +460,7 @@ class CompactManager:
             ),
             redact=self.store.redactor.value if self.store.redact_archives else None,
         )
-        result = await self.store.database.write(
+        result = await self.store.write_transaction(
             tx_commit_compaction, write, self.estimator.count_item, self.store.session_keys
         )
         if result is None:
