@@ -18,7 +18,7 @@ safe to log. One tree:
     ├── ConfigError (ValueError)                 config.py: every problem, by field path
     ├── KeyringError (ValueError), MissingKeyError (LookupError), KeyIntegrityError,
     │   KeyUnavailableError, SealedDataError    crypto.py: keys and sealed data
-    ├── KeyInUseError                            archive/rotation.py: a key still wraps data
+    ├── KeyInUseError                            key_rotation.py: a key still wraps data
     ├── ArchiveSinkError                         archive/sinks.py: a file or S3 copy failed
     ├── ImportSourceError (ValueError)           importer.py: an SDK database we cannot read
     ├── EncodingUnavailableError (RuntimeError)  tokens.py: no verified tokenizer vocabulary

@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.archive.rotation import check_retirable, key_usage, rotate_keys
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.errors import SessionStoreError
+from sessionstore.key_rotation import check_retirable, key_usage, rotate_keys
 from sessionstore.retention import RetentionAction, RetentionPolicy, run_retention, set_policy
 from sessionstore.schema import messages
 from tests.support.histories import call, coding_session, output

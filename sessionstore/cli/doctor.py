@@ -14,11 +14,11 @@ import sqlalchemy as sa
 import typer
 from rich.table import Table
 
-from ..archive.rotation import key_usage
 from ..builders import build_event_bus, build_store
 from ..config import ConfigError, SessionStoreConfig, TelemetrySettings, load_config
 from ..database import open_database, resolve_url
 from ..errors import SessionStoreError
+from ..key_rotation import key_usage
 from ..migrations import current_revision, head_revision
 from ..store import SessionStore
 from ..tokens import estimator_for_model

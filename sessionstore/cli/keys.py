@@ -12,8 +12,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from ..archive.rotation import RotationReport, check_retirable, key_usage, rotate_keys
 from ..crypto import KEY_FILE_ENV, Keyring, LocalKey
+from ..key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
 from .common import ConfigOption, UrlOption, console, open_store
 
 keys_app = typer.Typer(help="Archive encryption keys: generate, status, rotate, retire.")

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore.archive.reader import read_archives
-from sessionstore.archive.rotation import KeyInUseError, check_retirable, key_usage, rotate_keys
 from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.errors import SessionStoreError
+from sessionstore.key_rotation import KeyInUseError, check_retirable, key_usage, rotate_keys
 from sessionstore.schema import archives
 from tests.support.histories import coding_session
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..archive_sealing import archive_context, label_of, sealed_of
-from ..crypto import ENVELOPE_V1, Keyring, rewrap
-from ..errors import SessionStoreError
-from ..payload_sealing import session_key_context, unwrap_session_key
-from ..schema import archives, sessions
-from ..store import SessionStore
+from .archive_sealing import archive_context, label_of, sealed_of
+from .crypto import ENVELOPE_V1, Keyring, rewrap
+from .errors import SessionStoreError
+from .payload_sealing import session_key_context, unwrap_session_key
+from .schema import archives, sessions
+from .store import SessionStore
 
 Progress = Callable[[int, int], None]  # (rewrapped so far, total to do)
 
