@@ -17,15 +17,15 @@ import sessionstore
 import sessionstore.compaction
 from sessionstore import SessionStore
 from sessionstore.adapters.chat import ChatConversation
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 
 
 async def main(folder: Path) -> None:
     assert importlib.util.find_spec("agents") is None, "openai-agents must not be installed"
     url = f"sqlite:///{folder / 'core.db'}"
     async with SessionStore(url) as store:
-        policy = CompactPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
-        manager = CompactManager(CompactConfig(storage=store, policy=policy))
+        policy = CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
+        manager = CompactionManager(CompactionConfig(storage=store, policy=policy))
         chat = ChatConversation(manager, instructions="Be brief.")
         for turn in range(6):
             await chat.prepare("core", [{"role": "user", "content": f"Remember fact {turn}."}])

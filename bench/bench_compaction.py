@@ -36,8 +36,8 @@ from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.adapters.agents_sdk.tracking import track_load
 from sessionstore.compaction.normalize import normalize
 from sessionstore.compaction.partition import build_units, fit
-from sessionstore.compaction.policy import CompactPolicy
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.policy import CompactionPolicy
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.rows import visible_rows
@@ -106,8 +106,8 @@ async def bench_sealing_cost(url: str, size: int, repeats: int) -> None:
     try:
         for r in range(repeats):
             for name, store in stores.items():
-                manager = CompactManager(
-                    CompactConfig(
+                manager = CompactionManager(
+                    CompactionConfig(
                         max_context_tokens=5_000_000, storage=store, summarizer=InstantSummarizer()
                     )
                 )
@@ -137,9 +137,9 @@ async def bench_compaction(url: str, sizes: tuple[int, ...], repeats: int) -> No
         f"{'end-to-end ms':>15}"
     )
     async with SessionStore(url, create_tables=True) as store:
-        policy = CompactPolicy(hard_cap_buffer=0, recent_user_token_budget=2_000)
-        manager = CompactManager(
-            CompactConfig(
+        policy = CompactionPolicy(hard_cap_buffer=0, recent_user_token_budget=2_000)
+        manager = CompactionManager(
+            CompactionConfig(
                 max_context_tokens=5_000_000,
                 policy=policy,
                 storage=store,
@@ -201,8 +201,8 @@ async def bench_preflight(url: str, repeats: int) -> None:
         )
         contenders: dict[str, Callable[[], Awaitable[Any]]] = {}
         for record in (True, False):
-            manager = CompactManager(
-                CompactConfig(
+            manager = CompactionManager(
+                CompactionConfig(
                     max_context_tokens=10_000_000,
                     storage=store,
                     summarizer=InstantSummarizer(),

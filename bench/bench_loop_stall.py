@@ -6,7 +6,7 @@
 A heartbeat task sleeps 1 ms at a time and records the longest gap between its
 wake-ups while, on the same loop, the store:
 1. appends one large tool output through `store.append` (exact token counting),
-2. appends a 50 MB tool output through a CompactManager (write-time truncation,
+2. appends a 50 MB tool output through a CompactionManager (write-time truncation,
    the original archived),
 3. compacts a session of 6,000 items with the extractive summarizer.
 Every other task of an application waits for at least the longest gap. The gap is
@@ -26,7 +26,7 @@ from typing import Any
 from scratch_pg import scratch_database
 
 from sessionstore import SessionStore
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 
 LINE = "2026-11-25 02:51:07 INFO worker-3 processed batch 1842 in 12.4 ms (ok)\n"
 
@@ -82,13 +82,13 @@ async def _run(url: str, label: str, quick: bool) -> None:
     async with SessionStore(url, create_tables=True) as store:
         took, gap = await _stall_during(lambda: store.append("big", _output("c1", big)))
         _report(label, f"store.append, {big / 1e6:.0f} MB output", took, gap)
-        manager = CompactManager(CompactConfig(storage=store))
+        manager = CompactionManager(CompactionConfig(storage=store))
         took, gap = await _stall_during(lambda: manager.append("huge", _output("c2", huge)))
         _report(label, f"manager.append, {huge / 1e6:.0f} MB output", took, gap)
         for start in range(0, items, 500):
             await store.append("long", _turns(items)[start : start + 500])
-        compactor = CompactManager(
-            CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=2))
+        compactor = CompactionManager(
+            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         took, gap = await _stall_during(lambda: compactor.compact("long", trigger="manual"))
         _report(label, f"compact {items:,} items", took, gap)

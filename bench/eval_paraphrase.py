@@ -12,7 +12,7 @@ come from a seeded RNG in four domains (coding, research, customer support, oper
 one goal stated in the first turn, two facts of every other kind stated in the first half,
 and routine turns around them (a request, a tool call and its output, an answer: "Look up
 order 7013." -> lookup_order -> "Order 7013 has shipped."). Turns are appended one at a time
-through the real CompactManager on a temporary SQLite file and compacted at each turn
+through the real CompactionManager on a temporary SQLite file and compacted at each turn
 boundary when the trigger fires (the SDK's own turn boundary; the Runner path is
 bench/eval_retention.py's). After every compaction each fact planted so far is probed in the
 ACTIVE context (summary plus kept items, what the model would see): it is retained when every
@@ -39,9 +39,9 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 
 from sessionstore import SessionStore
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
-from sessionstore.compaction.policy import CompactPolicy
+from sessionstore.compaction.policy import CompactionPolicy
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.items import text_of
 
 Item = dict[str, Any]
@@ -56,7 +56,9 @@ KINDS: Final[tuple[Kind, ...]] = (
 DOMAINS: Final = ("coding", "research", "support", "operations")
 LENGTHS: Final = (120, 300, 1000)
 WINDOW: Final = 4_000  # small, so a 300-turn session compacts many times
-POLICY: Final = CompactPolicy(keep_recent_turns=2, keep_tool_io_pairs=2, recent_user_token_budget=0)
+POLICY: Final = CompactionPolicy(
+    keep_recent_turns=2, keep_tool_io_pairs=2, recent_user_token_budget=0
+)
 THRESHOLD: Final = 0.95  # every strategy, 300- and 1,000-turn sessions
 KIND_THRESHOLD: Final = 0.90
 
@@ -330,8 +332,8 @@ async def run_session(
     seed: int,
     path: Path_ = "manual",
 ) -> Run:
-    manager = CompactManager(
-        CompactConfig(
+    manager = CompactionManager(
+        CompactionConfig(
             max_context_tokens=WINDOW,
             policy=POLICY.model_copy(update={"strategy": strategy}),
             storage=store,
@@ -367,7 +369,7 @@ class RunnerTurns:
     turn's tool call and gives its answer, an SQLSession, and pre-flight compaction in
     `call_model_input_filter` (the path an application takes)."""
 
-    def __init__(self, store: SessionStore, manager: CompactManager, session_id: str) -> None:
+    def __init__(self, store: SessionStore, manager: CompactionManager, session_id: str) -> None:
         self.store = store
         self.session = SQLSession(session_id, store, manager=manager)
         self.config = RunConfig(call_model_input_filter=input_filter(manager))

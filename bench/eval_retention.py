@@ -8,7 +8,7 @@
 Sessions come from a seeded RNG: realistic filler (user/assistant turns, tool calls and their
 outputs, as Responses items) with planted facts of every kind the seeds say a summary must
 keep. Each round appends new content, then an agent-like tool loop fills the context until
-the real CompactManager's trigger fires (a SessionStore on a temporary SQLite file); after the
+the real CompactionManager's trigger fires (a SessionStore on a temporary SQLite file); after the
 compaction, probes check the ACTIVE context: the summary marker plus the kept items, exactly
 what `load_context` returns and the model would see. A fact is retained when every string its
 probe requires is in that text. The policy keeps few items verbatim on purpose, so the numbers
@@ -33,9 +33,9 @@ from sessionstore import SessionStore
 from sessionstore.compaction.extractive import ExtractiveSummarizer
 from sessionstore.compaction.marker import SUMMARY_START
 from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactPolicy
+from sessionstore.compaction.policy import CompactionPolicy
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.compaction.summarizer import Summarizer
 from sessionstore.items import text_of
 
@@ -61,7 +61,9 @@ TARGET: Final = 0.90  # seed KR4: summaries retain more than 90% of the key fact
 MODEL: Final = "gpt-4o"  # whose tokenizer the store counts with
 WINDOW: Final = 16_000  # small, so a run is quick; every round still compacts
 # Stingy on purpose: little survives verbatim, so the summary has to carry the facts.
-POLICY: Final = CompactPolicy(keep_recent_turns=2, keep_tool_io_pairs=2, recent_user_token_budget=0)
+POLICY: Final = CompactionPolicy(
+    keep_recent_turns=2, keep_tool_io_pairs=2, recent_user_token_budget=0
+)
 PER_ROUND: Final[dict[FactKind, tuple[int, int]]] = {  # planted in round 1, in each later round
     "goal": (2, 1),
     "constraint": (2, 1),
@@ -631,7 +633,7 @@ def active_text(context: Sequence[Item]) -> tuple[str, str]:
 
 
 async def run_session(
-    manager: CompactManager, session_id: str, generator: Generator, rounds: int
+    manager: CompactionManager, session_id: str, generator: Generator, rounds: int
 ) -> list[Observation]:
     """Append each round, work until the trigger fires, compact, probe."""
     store = manager.store
@@ -661,8 +663,8 @@ async def run_strategy(
     store: SessionStore, strategy: str, config: EvalConfig, summarizer: Summarizer
 ) -> list[Observation]:
     """Every session under one strategy, a few at a time; results in session order."""
-    manager = CompactManager(
-        CompactConfig(
+    manager = CompactionManager(
+        CompactionConfig(
             model=MODEL,
             max_context_tokens=WINDOW,
             policy=POLICY.model_copy(update={"strategy": strategy}),

@@ -15,7 +15,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from sessionstore import SessionStore
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
-from sessionstore.compaction import CompactConfig, CompactManager
+from sessionstore.compaction import CompactionConfig, CompactionManager
 from sessionstore.exporters import ConsoleExporter, EventBus
 from sessionstore.items import text_of
 
@@ -31,7 +31,7 @@ async def main(turns: int = 12) -> None:
     # --- enablement: these lines are all it takes ------------------------------
     events = EventBus([ConsoleExporter()])  # every compaction decision, on stderr
     store = SessionStore("sqlite:///minimal.db", publisher=events)
-    manager = CompactManager(CompactConfig(max_context_tokens=3_000, storage=store))
+    manager = CompactionManager(CompactionConfig(max_context_tokens=3_000, storage=store))
     session = SQLSession("user-42", manager=manager)
     run_config = RunConfig(call_model_input_filter=input_filter(manager))
     agent = Agent(name="assistant", instructions="Be brief.", model=_model(turns))

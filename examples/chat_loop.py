@@ -23,7 +23,7 @@ import openai
 
 from sessionstore import SessionStore
 from sessionstore.adapters.chat import ChatConversation
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -54,9 +54,9 @@ async def main() -> None:
     model = os.environ.get("CHAT_MODEL", "gpt-4o-mini")
     url = os.environ.get("SESSIONSTORE_URL", "sqlite:///sessionstore.db")
     async with openai.AsyncOpenAI() as client, SessionStore(url) as store:
-        policy = CompactPolicy(keep_recent_turns=2, hard_cap_buffer=200)
-        manager = CompactManager(
-            CompactConfig(storage=store, model=model, max_context_tokens=1_000, policy=policy)
+        policy = CompactionPolicy(keep_recent_turns=2, hard_cap_buffer=200)
+        manager = CompactionManager(
+            CompactionConfig(storage=store, model=model, max_context_tokens=1_000, policy=policy)
         )
         chat = ChatConversation(manager, instructions="You answer questions about orders.")
         await store.clear("chat-demo")  # start the demo conversation afresh

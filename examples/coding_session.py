@@ -39,7 +39,7 @@ from online_or_offline import agent_model, summarizer
 
 from sessionstore import SessionStore
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.exporters import ConsoleExporter, EventBus, Exporter
 from sessionstore.exporters.ariadne import AriadneExporter
 from sessionstore.items import text_of
@@ -314,21 +314,21 @@ async def main() -> None:
         workspace = Workspace(Path(tmp))
         workspace.create()
         store = SessionStore("sqlite:///coding_session.db", publisher=bus)
-        policy = CompactPolicy(
+        policy = CompactionPolicy(
             keep_recent_turns=2,
             keep_tool_io_pairs=2,
             protected_tools=("remember",),  # its calls and outputs are pinned
             strategy="code_delta",
             hard_cap_buffer=400,
         )
-        config = CompactConfig(
+        config = CompactionConfig(
             max_context_tokens=WINDOW,
             policy=policy,
             storage=store,
             summarizer=summarizer(),
             record_idle_decisions=False,  # events only for calls that compact
         )
-        manager = CompactManager(config)
+        manager = CompactionManager(config)
         session = SQLSession(SESSION, manager=manager)
         await session.clear_session()  # each run starts an empty context; history stays
         earlier = await _compaction_count(store)

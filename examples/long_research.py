@@ -29,10 +29,10 @@ from online_or_offline import agent_model, summarizer
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore.compaction import (
-    CompactConfig,
+    CompactionConfig,
+    CompactionManager,
     CompactionOutcome,
-    CompactManager,
-    CompactPolicy,
+    CompactionPolicy,
 )
 from sessionstore.compaction.report import diff_lines
 
@@ -133,7 +133,7 @@ def _script() -> list[list[Any]]:
 
 async def main() -> None:
     store = SessionStore("sqlite:///long_research.db")
-    policy = CompactPolicy(
+    policy = CompactionPolicy(
         trigger_pct=0.6,  # compact between questions, well before the window is near
         keep_recent_turns=1,
         keep_tool_io_pairs=2,
@@ -142,8 +142,8 @@ async def main() -> None:
         strategy="decision_log",
         summary_max_tokens=800,  # a small window wants a small summary
     )
-    manager = CompactManager(
-        CompactConfig(
+    manager = CompactionManager(
+        CompactionConfig(
             max_context_tokens=WINDOW, policy=policy, storage=store, summarizer=summarizer()
         )
     )

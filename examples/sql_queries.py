@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.items import text_of
 from sessionstore.rows import decode_payload
 
@@ -159,8 +159,8 @@ async def seed(store: SessionStore) -> None:
     """Store the sessions once, compacting where the script says (None)."""
     if await store.session_info("alice-trip") is not None:
         return
-    policy = CompactPolicy(keep_recent_turns=1, keep_tool_io_pairs=1)
-    manager = CompactManager(CompactConfig(storage=store, policy=policy))
+    policy = CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=1)
+    manager = CompactionManager(CompactionConfig(storage=store, policy=policy))
     for session_id, turns in SESSIONS.items():
         for turn in turns:
             if turn is None:

@@ -19,7 +19,7 @@ from .redaction import Redactor
 
 if TYPE_CHECKING:
     from .archive.sinks import ArchiveSink
-    from .compaction.service import CompactManager
+    from .compaction.service import CompactionManager
     from .compaction.summarizer import Summarizer
     from .exporters.bus import EventBus, Exporter
     from .store import SessionStore
@@ -147,7 +147,7 @@ def build_sinks(config: SessionStoreConfig, redactor: Redactor) -> list[ArchiveS
 
 
 def _summarizer(config: SessionStoreConfig, env: Mapping[str, str]) -> Summarizer | None:
-    """The OpenAI summarizer, or None so CompactManager uses the extractive one."""
+    """The OpenAI summarizer, or None so CompactionManager uses the extractive one."""
     settings = config.summarizer
     if settings.kind == "extractive":
         return None
@@ -168,14 +168,15 @@ def build_manager(
     store: SessionStore | None = None,
     *,
     environ: Mapping[str, str] | None = None,
-) -> CompactManager:
-    """A CompactManager over `store` (default: `build_store(config)`): policy, summarizer, sinks."""
-    from .compaction.service import CompactConfig, CompactManager
+) -> CompactionManager:
+    """A CompactionManager over `store` (default: `build_store(config)`) with the config's
+    policy, summarizer and archive sinks."""
+    from .compaction.service import CompactionConfig, CompactionManager
 
     env = os.environ if environ is None else environ
     storage = store or build_store(config, environ=env)
-    return CompactManager(
-        CompactConfig(
+    return CompactionManager(
+        CompactionConfig(
             model=config.model,
             max_context_tokens=config.max_context_tokens,
             policy=config.policy,
@@ -189,6 +190,6 @@ def build_manager(
 
 def manager_from_file(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
-) -> CompactManager:
+) -> CompactionManager:
     """Load, validate and build in one call; its store is `manager.store`."""
     return build_manager(load_config(path, environ=environ), environ=environ)

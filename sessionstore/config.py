@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ValidationInfo
 
-from .compaction.policy import CompactPolicy
+from .compaction.policy import CompactionPolicy
 from .compaction.prompts import BUILTIN_STRATEGIES, resolve_strategy
 from .crypto import KEYS_ENV
 from .errors import SessionStoreError
@@ -254,8 +254,8 @@ class RetentionSettings(BaseModel):
         return policies
 
 
-def _known_strategy(policy: CompactPolicy) -> CompactPolicy:
-    """CompactManager rejects an unknown strategy; the config says so at load time instead."""
+def _known_strategy(policy: CompactionPolicy) -> CompactionPolicy:
+    """CompactionManager rejects an unknown strategy; the config says so at load time instead."""
     try:
         resolve_strategy(policy.strategy, policy.custom_strategies)
     except ValueError:
@@ -276,7 +276,7 @@ class SessionStoreConfig(BaseModel):
     model: str = Field("gpt-4o", min_length=1)
     max_context_tokens: int = Field(128_000, gt=0)
     record_idle_decisions: bool = True
-    policy: CompactPolicy = Field(default_factory=CompactPolicy)
+    policy: CompactionPolicy = Field(default_factory=CompactionPolicy)
     store: StoreSettings = Field(default_factory=StoreSettings)
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

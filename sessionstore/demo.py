@@ -187,7 +187,7 @@ async def run_long_session(
     session_id: str = "demo-long",
 ) -> LongSessionReport:
     """Drive the real Runner with pre-flight compaction until `factor` windows went through."""
-    from .compaction.service import CompactConfig, CompactManager
+    from .compaction.service import CompactionConfig, CompactionManager
 
     if not os.environ.get("OPENAI_API_KEY"):
         set_tracing_disabled(True)
@@ -197,7 +197,7 @@ async def run_long_session(
         await store.clear(session_id)
         before = await store.session_info(session_id)
         start = before.last_seq + 1 if before else 1
-        manager = CompactManager(CompactConfig(max_context_tokens=window, storage=store))
+        manager = CompactionManager(CompactionConfig(max_context_tokens=window, storage=store))
 
         def measured(output: Any) -> Any:
             def respond(call: Any) -> Any:

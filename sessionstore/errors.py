@@ -22,7 +22,7 @@ safe to log. One tree:
     ├── ArchiveSinkError                         archive/sinks.py: a file or S3 copy failed
     ├── ImportSourceError (ValueError)           importer.py: an SDK database we cannot read
     ├── EncodingUnavailableError (RuntimeError)  tokens.py: no verified tokenizer vocabulary
-    ├── CompactError                             compaction/errors.py: why a compaction failed
+    ├── CompactionError                             compaction/errors.py: why a compaction failed
     └── SummarizerError                          compaction/summarizer.py: caught by the service
         ├── SummarizerUnavailableError, SummaryTooLongError, SummaryRefusedError,
         └── SummaryToolCallError, SummarizerInputTooLargeError

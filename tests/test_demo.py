@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessionstore.compaction import CompactPolicy
+from sessionstore.compaction import CompactionPolicy
 from sessionstore.demo import PROMPTS, LongSessionReport, run_demo, run_long_session
 
 
@@ -28,7 +28,7 @@ async def test_running_the_demo_twice_starts_fresh_but_keeps_history(db_url: str
 
 def assert_long_session_stayed_in_budget(report: LongSessionReport, window: int) -> None:
     """Spec 002's synthetic long session: several rounds, nothing ever over the budget."""
-    budget = CompactPolicy().budget(window)  # the demo's manager runs the default policy
+    budget = CompactionPolicy().budget(window)  # the demo's manager runs the default policy
     assert report.traffic_tokens >= 3 * window
     assert report.largest_model_input <= budget  # every model input, tool loops included
     assert report.final_context_tokens <= budget

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.config import load_config
 
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0P9o8"  # an OpenAI-style key
@@ -80,7 +80,7 @@ def _calls(store: SessionStore) -> list[Callable[[], Awaitable[Any]]]:
         lambda: store.merge_session_metadata("s", {KEY: {KEY}}),
         lambda: store.merge_session_metadata("s", KEY),  # type: ignore[arg-type]
         lambda: store.session_info(Unserializable()),  # type: ignore[arg-type]
-        lambda: CompactManager(CompactConfig(storage=store)).compact("s", strategy=KEY),
+        lambda: CompactionManager(CompactionConfig(storage=store)).compact("s", strategy=KEY),
     ]
 
 
@@ -102,7 +102,7 @@ async def test_every_public_call_keeps_secrets_out_of_its_errors(store: SessionS
         lambda: SessionStore("sqlite:///x.db", max_item_bytes=KEY),  # type: ignore[arg-type]
         lambda: SessionStore("sqlite:///x.db", sqlite_synchronous=KEY),
         lambda: SQLSession(KEY, 42),  # type: ignore[arg-type]
-        lambda: CompactManager(CompactConfig(policy=CompactPolicy(strategy=KEY))),
+        lambda: CompactionManager(CompactionConfig(policy=CompactionPolicy(strategy=KEY))),
     ],
 )
 def test_constructors_keep_secrets_out_of_their_errors(build: Callable[[], Any]) -> None:

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.errors import SessionStoreError
 from sessionstore.key_rotation import check_retirable, key_usage, rotate_keys
@@ -76,8 +76,8 @@ async def test_the_database_holds_ciphertext_but_typed_columns_stay_queryable(db
 
 async def test_compaction_reseals_copies_and_the_summary(db_url: str) -> None:
     async with sealed_store(db_url) as store:
-        manager = CompactManager(
-            CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=2))
+        manager = CompactionManager(
+            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         await manager.append("s", coding_session(10))
         before = await store.load_context("s")
@@ -148,8 +148,8 @@ async def test_rotation_rewraps_session_keys_too(db_url: str) -> None:
 
 async def test_retention_purge_clears_sealed_payloads(db_url: str) -> None:
     async with sealed_store(db_url) as store:
-        manager = CompactManager(
-            CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=2))
+        manager = CompactionManager(
+            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         await manager.append("s", coding_session(10))
         outcome = await manager.compact("s")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sessionstore import SessionStore
 from sessionstore.cli import app
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.redaction import Redactor
 from sessionstore.schema import events
 
@@ -58,11 +58,11 @@ def test_events_and_cli_output_carry_no_secret(db_url: str) -> None:
 
 async def _compact_and_check_events(db_url: str) -> None:
     async with SessionStore(db_url, create_tables=True) as store:
-        manager = CompactManager(
-            CompactConfig(
+        manager = CompactionManager(
+            CompactionConfig(
                 max_context_tokens=100_000,
                 storage=store,
-                policy=CompactPolicy(keep_recent_turns=1, recent_user_token_budget=0),
+                policy=CompactionPolicy(keep_recent_turns=1, recent_user_token_budget=0),
             )
         )
         await manager.append("s", transcript())
@@ -95,8 +95,8 @@ async def test_turning_redaction_off_warns_before_anything_is_exported(sqlite_ur
 def test_redact_archives_scrubs_the_archived_copies(sqlite_url: str) -> None:
     async def compact() -> None:
         async with SessionStore(sqlite_url, redact_archives=True) as store:
-            manager = CompactManager(
-                CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=1))
+            manager = CompactionManager(
+                CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=1))
             )
             await manager.append("s", transcript())
             await manager.compact("s")

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore.archive_codec import decode_archive
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.events import Event
 from sessionstore.retention import (
     RetentionAction,
@@ -49,9 +49,9 @@ async def age(store: SessionStore, session_id: str, when: datetime) -> None:
 
 async def scenario(store: SessionStore) -> dict[str, Any]:
     """old-compacted (archived rows, old), old-idle (untouched for 200 days), fresh (today)."""
-    manager = CompactManager(
-        CompactConfig(
-            max_context_tokens=100_000, storage=store, policy=CompactPolicy(keep_recent_turns=2)
+    manager = CompactionManager(
+        CompactionConfig(
+            max_context_tokens=100_000, storage=store, policy=CompactionPolicy(keep_recent_turns=2)
         )
     )
     await manager.append("old-compacted", coding_session(12))

@@ -32,7 +32,12 @@ from sqlalchemy.engine import make_url
 from sessionstore import SessionStore, SQLSession
 from sessionstore.adapters.agents_sdk import input_filter, tool_schemas
 from sessionstore.archive.reader import read_archives
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy, TruncationPolicy
+from sessionstore.compaction import (
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+    TruncationPolicy,
+)
 from sessionstore.rows import StoredRow
 from sessionstore.tokens import TokenEstimator, count_tools
 from tests.support.histories import words
@@ -105,7 +110,7 @@ class SoakPlan:
 
     seed: int
     window: int
-    policy: CompactPolicy
+    policy: CompactionPolicy
     turns: int
     message_words: int  # upper bound per user/assistant message
     calls_per_turn: int  # tool calls per turn, upper bound (0: a chat-only run)
@@ -120,7 +125,7 @@ class SoakPlan:
         window = rng.choice((3_000, 4_000, 6_000, 8_000, 12_000, 16_000))
         heavy = rng.random() < 0.3
         truncate_at = rng.randint(window // 30, window // 12)
-        policy = CompactPolicy(
+        policy = CompactionPolicy(
             trigger_pct=rng.uniform(0.6, 0.95),
             hard_cap_buffer=rng.randint(100, window // 8),
             keep_recent_turns=rng.randint(0, 6),
@@ -223,8 +228,8 @@ def user_item(text: str) -> dict[str, Any]:
 async def soak_run(store: SessionStore, plan: SoakPlan) -> RunStats:
     """One run: every turn through the real Runner, then every invariant."""
     session_id = f"soak-{plan.seed}"
-    manager = CompactManager(
-        CompactConfig(max_context_tokens=plan.window, policy=plan.policy, storage=store)
+    manager = CompactionManager(
+        CompactionConfig(max_context_tokens=plan.window, policy=plan.policy, storage=store)
     )
     model = ScriptedModel([])
     agent = Agent(name="soak", instructions=INSTRUCTIONS, model=model, tools=[*TOOLS, pin_fact])

@@ -20,13 +20,13 @@ from typing import Any, cast
 from openai.types.chat import ChatCompletionMessageParam
 
 from ..compaction.normalize import normalize
-from ..compaction.service import CompactManager
+from ..compaction.service import CompactionManager
 
 
 class ChatConversation:
-    """Conversations of one CompactManager (and its store), in Chat Completions shape."""
+    """Conversations of one CompactionManager (and its store), in Chat Completions shape."""
 
-    def __init__(self, manager: CompactManager, *, instructions: str | None = None) -> None:
+    def __init__(self, manager: CompactionManager, *, instructions: str | None = None) -> None:
         self.manager = manager
         self.store = manager.store
         self.instructions = instructions  # sent first on every call, never stored

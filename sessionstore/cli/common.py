@@ -15,7 +15,7 @@ from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
 from ..builders import build_store
-from ..compaction.errors import CompactError
+from ..compaction.errors import CompactionError
 from ..config import SessionStoreConfig, load_config
 from ..database import resolve_url
 from ..errors import SessionStoreError, StoreUnavailableError
@@ -81,7 +81,7 @@ def user_errors() -> Iterator[None]:
     """User errors print one clear line and a dependable exit code, not a traceback."""
     try:
         yield
-    except CompactError as exc:
+    except CompactionError as exc:
         err_console.print(f"[red]compaction failed:[/] {exc}")
         raise typer.Exit(EXIT_FAILED) from None
     except StoreUnavailableError as exc:

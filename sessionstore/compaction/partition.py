@@ -18,8 +18,8 @@ from ..items import answered_call, calls_in, role_of, text_of
 from ..rows import StoredRow
 from ..schema import KIND_SUMMARY
 from ..tokens import TokenEstimator
-from .errors import CompactError, CompactErrorReason
-from .policy import CompactPolicy
+from .errors import CompactionError, CompactionErrorReason
+from .policy import CompactionPolicy
 from .truncate import TruncationPolicy, truncate_text
 
 TURN_ABORTED = "<turn-aborted>"
@@ -62,7 +62,7 @@ def _item(row: StoredRow) -> dict[str, Any]:
     return row.item
 
 
-def _is_protected(rows: Sequence[StoredRow], policy: CompactPolicy) -> bool:
+def _is_protected(rows: Sequence[StoredRow], policy: CompactionPolicy) -> bool:
     for row in rows:
         item = _item(row)
         meta = item.get("meta")
@@ -76,7 +76,7 @@ def _is_protected(rows: Sequence[StoredRow], policy: CompactPolicy) -> bool:
     return False
 
 
-def build_units(rows: Sequence[StoredRow], policy: CompactPolicy) -> list[Unit]:
+def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Unit]:
     """Group visible rows into units (see the module docstring), in seq order."""
     groups: list[list[StoredRow]] = []
     kinds: list[UnitKind] = []
@@ -261,7 +261,7 @@ def _shortened(
 
 def fit(
     units: Sequence[Unit],
-    policy: CompactPolicy,
+    policy: CompactionPolicy,
     *,
     target: int,
     ceiling: int,
@@ -273,7 +273,7 @@ def fit(
     The summary's allowance shrinks to the room left (down to a floor); below
     that, recent turns are reduced, then tool pairs, down to 1 each (spec 002),
     then the preserved user messages. If even that leaves no room under the hard
-    ceiling, raises CompactError(InsufficientBudget). Returns the partition and
+    ceiling, raises CompactionError(InsufficientBudget). Returns the partition and
     the summary's token allowance (what the summarizer gets as max_tokens).
     """
     turns, pairs = policy.keep_recent_turns, policy.keep_tool_io_pairs
@@ -311,7 +311,7 @@ def fit(
     return replace(plan, reductions=reductions), summary_tokens
 
 
-def _insufficient(plan: Partition, summary: int, fixed: int, ceiling: int) -> CompactError:
+def _insufficient(plan: Partition, summary: int, fixed: int, ceiling: int) -> CompactionError:
     if plan.pinned_tokens + fixed > ceiling:
         advice = (
             f"protected memory alone needs {plan.pinned_tokens + fixed} tokens "
@@ -328,4 +328,4 @@ def _insufficient(plan: Partition, summary: int, fixed: int, ceiling: int) -> Co
             "manually with a smaller summary_max_tokens, shorten the latest items, or use a "
             "model with a larger context window."
         )
-    return CompactError(CompactErrorReason.INSUFFICIENT_BUDGET, advice)
+    return CompactionError(CompactionErrorReason.INSUFFICIENT_BUDGET, advice)

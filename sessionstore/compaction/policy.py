@@ -1,4 +1,4 @@
-"""CompactPolicy and the trigger decision.
+"""CompactionPolicy and the trigger decision.
 
 Defaults are spec 002's. Budget = max_context_tokens - hard_cap_buffer; the
 buffer is reserved for the next user input and tool responses.
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .truncate import TruncationPolicy
 
 
-class CompactPolicy(BaseModel):
+class CompactionPolicy(BaseModel):
     """What triggers compaction, what it keeps, and how it summarizes."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -41,7 +41,7 @@ class CompactPolicy(BaseModel):
     truncation: TruncationPolicy = Field(default_factory=TruncationPolicy)
 
     @model_validator(mode="after")
-    def _limits_are_ordered(self) -> CompactPolicy:
+    def _limits_are_ordered(self) -> CompactionPolicy:
         soft, hard = self.soft_limit_tokens, self.hard_limit_tokens
         if soft is not None and hard is not None and soft > hard:
             raise ValueError(
@@ -104,7 +104,7 @@ class TriggerDecision:
 def decide(
     t_est: int,
     max_context_tokens: int,
-    policy: CompactPolicy,
+    policy: CompactionPolicy,
     *,
     forced: Literal["manual", "overflow"] | None = None,
 ) -> TriggerDecision:

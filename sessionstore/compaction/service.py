@@ -1,4 +1,4 @@
-"""CompactManager: decide, partition, summarize (with fallbacks), persist.
+"""CompactionManager: decide, partition, summarize (with fallbacks), persist.
 
 One compaction: snapshot the active context, fit the layers to the budget,
 summarize the remainder outside any lock, then commit everything in one
@@ -22,7 +22,7 @@ from ..loops import KeyedLocks
 from ..rows import StoredRow, visible_rows
 from ..store import SessionStore
 from ..tokens import TokenEstimator
-from .errors import CompactError, CompactErrorReason
+from .errors import CompactionError, CompactionErrorReason
 from .extractive import ExtractiveSummarizer
 from .factsheet import Carried, carry_forward
 from .fixed_costs import FixedCostCache
@@ -36,7 +36,7 @@ from .persist import (
     archived_record,
     tx_commit_compaction,
 )
-from .policy import CompactPolicy, Trigger, TriggerDecision, decide
+from .policy import CompactionPolicy, Trigger, TriggerDecision, decide
 from .prompts import resolve_strategy
 from .summarizer import (
     Summarizer,
@@ -55,12 +55,12 @@ PRUNE_ONLY: Final = "pruning-only"
 
 
 @dataclass
-class CompactConfig:
-    """The seed's CompactConfig: one object that enables compaction in a few lines."""
+class CompactionConfig:
+    """The seed's CompactionConfig: one object that enables compaction in a few lines."""
 
     model: str = "gpt-4o"
     max_context_tokens: int = 128_000
-    policy: CompactPolicy = field(default_factory=CompactPolicy)
+    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
     token_estimator: TokenEstimator | None = None
     storage: SessionStore | None = None  # default: the embedded SQLite store
     summarizer: Summarizer | None = None  # default: the extractive summarizer
@@ -133,11 +133,11 @@ class _Summary:
     events: list[Event]
 
 
-class CompactManager:
+class CompactionManager:
     """Compaction for sessions in one SessionStore."""
 
-    def __init__(self, config: CompactConfig | None = None) -> None:
-        self.config = config or CompactConfig()
+    def __init__(self, config: CompactionConfig | None = None) -> None:
+        self.config = config or CompactionConfig()
         self.policy = self.config.policy
         self.store = self.config.storage or SessionStore(model=self.config.model)
         self.estimator = self.config.token_estimator or self.store.estimator
@@ -359,8 +359,8 @@ class CompactManager:
                 },
             )
             await self.store.record_events([error])
-            raise CompactError(
-                CompactErrorReason.CONFLICT,
+            raise CompactionError(
+                CompactionErrorReason.CONFLICT,
                 f"session {session_id!r} changed during {_CAS_ATTEMPTS} compaction attempts "
                 "(concurrent pop/clear); nothing was changed. Retry when it is idle.",
             )
@@ -393,7 +393,7 @@ class CompactManager:
                 fixed_tokens=extra_tokens,
                 estimator=self.estimator,
             )
-        except CompactError as exc:
+        except CompactionError as exc:
             await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
             raise
         if not plan.remainder:
@@ -519,8 +519,8 @@ class CompactManager:
         """Refuse a compaction after too many in a row that did not get under the trigger."""
         if self._consecutive.get(session_id, 0) >= self.policy.max_consecutive_compactions:
             self._consecutive[session_id] = 0
-            raise CompactError(
-                CompactErrorReason.COMPACTION_LOOP,
+            raise CompactionError(
+                CompactionErrorReason.COMPACTION_LOOP,
                 f"{self.policy.max_consecutive_compactions} consecutive compactions of "
                 f"{session_id!r} left the context above the trigger threshold; refusing to "
                 "loop. Lower keep_recent_turns/keep_tool_io_pairs, protect less, or raise "
@@ -535,8 +535,8 @@ class CompactManager:
             self._consecutive.pop(session_id, None)
         ceiling = self.policy.ceiling(self.config.max_context_tokens)
         if tokens_after > ceiling:
-            raise CompactError(
-                CompactErrorReason.INSUFFICIENT_BUDGET,
+            raise CompactionError(
+                CompactionErrorReason.INSUFFICIENT_BUDGET,
                 f"after compacting, {session_id!r} still needs {tokens_after} tokens but the "
                 f"hard limit is {ceiling}; use a model with a larger window or keep less.",
             )

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore.archive.reader import read_archives
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.crypto import Keyring, LocalKey
 from sessionstore.errors import SessionStoreError
 from sessionstore.key_rotation import KeyInUseError, check_retirable, key_usage, rotate_keys
@@ -22,9 +22,9 @@ K2 = LocalKey.generate("k2")
 
 async def compacted(store: SessionStore, session_id: str, seed: int = 0) -> list[dict[str, Any]]:
     """Compact a session; return the replaced items (what the archive must hold)."""
-    manager = CompactManager(
-        CompactConfig(
-            max_context_tokens=100_000, storage=store, policy=CompactPolicy(keep_recent_turns=2)
+    manager = CompactionManager(
+        CompactionConfig(
+            max_context_tokens=100_000, storage=store, policy=CompactionPolicy(keep_recent_turns=2)
         )
     )
     await manager.append(session_id, coding_session(10, seed=seed))

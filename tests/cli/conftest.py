@@ -20,7 +20,7 @@ from typer.testing import CliRunner, Result
 
 from sessionstore import SessionStore
 from sessionstore.cli import app, compactctl_app
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.conftest import TABLES
 from tests.support.histories import coding_session
 
@@ -99,8 +99,8 @@ def seeded(db_url: str) -> str:
 
     async def seed() -> None:
         async with SessionStore(db_url, create_tables=True) as store:
-            manager = CompactManager(
-                CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=2))
+            manager = CompactionManager(
+                CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
             )
             await manager.append("work", coding_session(8))
             await manager.compact("work")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore.compaction import CompactConfig, CompactManager
+from sessionstore.compaction import CompactionConfig, CompactionManager
 from sessionstore.crypto import Keyring
 from tests.cli.conftest import NO_KEYS, assert_refused, db_state, run
 
@@ -25,7 +25,7 @@ def _seal_one_archive(url: str, key_file: Path) -> None:
 
     async def seed() -> None:
         async with SessionStore(url, keyring=Keyring.from_file(key_file)) as store:
-            manager = CompactManager(CompactConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(storage=store))
             items = []
             for n in range(10):
                 items += [

@@ -13,7 +13,7 @@ from sessionstore import SessionStore
 from sessionstore.adapters.agents_sdk import watch_runs
 from sessionstore.archive.filesystem import FilesystemSink
 from sessionstore.archive.sinks import ArchiveDelivery
-from sessionstore.compaction import CompactConfig, CompactManager, CompactPolicy
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.events import Event
 from sessionstore.exporters.bus import EventBus
 from sessionstore.exporters.callback import CallbackExporter
@@ -32,8 +32,10 @@ def history() -> list[dict[str, Any]]:
 async def test_filesystem_sink_gets_a_redacted_copy(sqlite_url: str, tmp_path: Path) -> None:
     sink = FilesystemSink(tmp_path / "archive")
     async with SessionStore(sqlite_url) as store:
-        manager = CompactManager(
-            CompactConfig(storage=store, policy=CompactPolicy(keep_recent_turns=2), sinks=[sink])
+        manager = CompactionManager(
+            CompactionConfig(
+                storage=store, policy=CompactionPolicy(keep_recent_turns=2), sinks=[sink]
+            )
         )
         await manager.append("s", history())
         outcome = await manager.compact("s")
@@ -64,7 +66,7 @@ class BrokenSink:
 
 async def test_a_failing_sink_is_recorded_not_fatal(sqlite_url: str) -> None:
     async with SessionStore(sqlite_url) as store:
-        manager = CompactManager(CompactConfig(storage=store, sinks=[BrokenSink()]))
+        manager = CompactionManager(CompactionConfig(storage=store, sinks=[BrokenSink()]))
         await manager.append("s", coding_session(10))
         outcome = await manager.compact("s")
         assert outcome.compacted
@@ -82,7 +84,7 @@ async def test_exporters_receive_every_compaction_event(sqlite_url: str) -> None
     received: list[dict[str, Any]] = []
     with EventBus([CallbackExporter(received.append)]) as bus:
         async with SessionStore(sqlite_url, publisher=bus) as store:
-            manager = CompactManager(CompactConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(storage=store))
             await manager.append("s", history())
             await manager.compact("s")
         assert bus.flush(5.0)
@@ -116,7 +118,7 @@ async def test_compaction_appears_in_the_sdk_trace(sqlite_url: str) -> None:
     set_tracing_disabled(False)
     try:
         async with SessionStore(sqlite_url) as store:
-            manager = CompactManager(CompactConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(storage=store))
             watch_runs(manager)  # what SQLSession and input_filter subscribe for SDK runs
             await manager.append("s", coding_session(10))
             with trace("agent run"):

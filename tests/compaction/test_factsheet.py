@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from sessionstore import SessionStore
 from sessionstore.compaction.factsheet import carry_forward, is_kept, standing_facts
 from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactPolicy
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.policy import CompactionPolicy
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.items import text_of
 from tests.support.histories import turns
 from tests.support.openai_server import OpenAIServer, ok
@@ -90,10 +90,10 @@ async def test_an_llm_that_drops_facts_gets_them_back_every_round(
         replies.append("## State\n" + "\n".join(["- Working through the queue.", *kept]))
     summarizer = OpenAISummarizer("drops-facts", base_url=openai_server.base_url, timeout=5)
     async with SessionStore(sqlite_url) as store:
-        manager = CompactManager(
-            CompactConfig(
+        manager = CompactionManager(
+            CompactionConfig(
                 max_context_tokens=100_000,
-                policy=CompactPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
+                policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
                 storage=store,
                 summarizer=summarizer,
             )

@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.compaction.errors import CompactError, CompactErrorReason
+from sessionstore.compaction.errors import CompactionError, CompactionErrorReason
 from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactPolicy
+from sessionstore.compaction.policy import CompactionPolicy
 from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.items import answered_call, calls_in, text_of
 from tests.support.histories import coding_session, turns
 from tests.support.openai_server import (
@@ -34,16 +34,16 @@ from tests.support.openai_server import (
 
 def manager_for(
     store: SessionStore, server: OpenAIServer | None = None, *, window: int = 100_000, **policy: Any
-) -> CompactManager:
+) -> CompactionManager:
     summarizer = (
         OpenAISummarizer("summarizer-mini", base_url=server.base_url, timeout=0.5)
         if server is not None
         else None
     )
-    return CompactManager(
-        CompactConfig(
+    return CompactionManager(
+        CompactionConfig(
             max_context_tokens=window,
-            policy=CompactPolicy(**{"keep_recent_turns": 2, "keep_tool_io_pairs": 1, **policy}),
+            policy=CompactionPolicy(**{"keep_recent_turns": 2, "keep_tool_io_pairs": 1, **policy}),
             storage=store,
             summarizer=summarizer,
         )
@@ -271,6 +271,6 @@ async def test_loop_guard_stops_repeated_compactions_that_do_not_help(sqlite_url
             await manager.append("s", turns(4, seed=round_number, size=5))
             await manager.compact("s", trigger="threshold")
         await manager.append("s", turns(4, seed=9, size=5))
-        with pytest.raises(CompactError) as caught:
+        with pytest.raises(CompactionError) as caught:
             await manager.compact("s", trigger="threshold")
-        assert caught.value.reason is CompactErrorReason.COMPACTION_LOOP
+        assert caught.value.reason is CompactionErrorReason.COMPACTION_LOOP

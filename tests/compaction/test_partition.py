@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction.errors import CompactError, CompactErrorReason
+from sessionstore.compaction.errors import CompactionError, CompactionErrorReason
 from sessionstore.compaction.partition import build_units, fit, partition
-from sessionstore.compaction.policy import CompactPolicy
+from sessionstore.compaction.policy import CompactionPolicy
 from sessionstore.items import call_names_in, calls_in, describe
 from sessionstore.rows import StoredRow
 from sessionstore.tokens import estimator_for_model
@@ -48,7 +48,7 @@ def rows_of(items: list[dict[str, Any]], *, kinds: dict[int, str] | None = None)
     return rows
 
 
-def layers(items: list[dict[str, Any]], policy: CompactPolicy, **counts: int) -> Any:
+def layers(items: list[dict[str, Any]], policy: CompactionPolicy, **counts: int) -> Any:
     units = build_units(rows_of(items), policy)
     return partition(
         units,
@@ -70,7 +70,7 @@ def texts(units: Any) -> list[str]:
 
 def test_keep_recent_turns_keeps_the_last_six_pairs() -> None:
     items = turns(20, size=5)
-    plan = layers(items, CompactPolicy(), turns=6)
+    plan = layers(items, CompactionPolicy(), turns=6)
     kept = texts(plan.recent)
     assert len(kept) == 12 and kept[0].startswith("turn 14") and kept[-1].startswith("answer 19")
     assert len(plan.remainder) == 28  # 14 older pairs are eligible for summarization
@@ -80,7 +80,7 @@ def test_keep_tool_pairs_keeps_the_last_four_and_never_splits_a_pair() -> None:
     items: list[dict[str, Any]] = []
     for n in range(10):
         items += [call(f"c{n}", q=n), output(f"c{n}", f"result {n}")]
-    plan = layers(items, CompactPolicy(), pairs=4)
+    plan = layers(items, CompactionPolicy(), pairs=4)
     kept_calls = [unit.items[0]["call_id"] for unit in plan.tools]
     assert kept_calls == ["c6", "c7", "c8", "c9"]
     for unit in plan.tools + plan.remainder:
@@ -90,7 +90,7 @@ def test_keep_tool_pairs_keeps_the_last_four_and_never_splits_a_pair() -> None:
 
 def test_an_output_far_from_its_call_stays_with_it() -> None:
     items = [call("c1"), user("meanwhile"), assistant("working"), output("c1", "done")]
-    units = build_units(rows_of(items), CompactPolicy())
+    units = build_units(rows_of(items), CompactionPolicy())
     tool_units = [unit for unit in units if unit.kind == "tools"]
     assert len(tool_units) == 1 and [r.seq for r in tool_units[0].rows] == [1, 4]
 
@@ -110,7 +110,7 @@ def test_chat_completions_tool_calls_group_with_their_tool_messages() -> None:
         {"role": "tool", "tool_call_id": "t2", "content": "/src"},
         {"role": "assistant", "content": "a.txt in /src"},
     ]
-    units = build_units(rows_of(items), CompactPolicy())
+    units = build_units(rows_of(items), CompactionPolicy())
     assert [unit.kind for unit in units] == ["message", "tools", "message"]
     assert units[1].pairs == 2 and len(units[1].rows) == 3
 
@@ -122,7 +122,7 @@ def test_protected_items_and_roles_are_pinned_never_remainder() -> None:
         {"role": "user", "content": "Acceptance: p99 < 200ms", "meta": {"protected": True}},
         *turns(10, size=5),
     ]
-    plan = layers(items, CompactPolicy(), turns=1, pairs=1)
+    plan = layers(items, CompactionPolicy(), turns=1, pairs=1)
     pinned = texts(plan.pinned)
     assert pinned == [
         "You are a release assistant.",
@@ -134,13 +134,13 @@ def test_protected_items_and_roles_are_pinned_never_remainder() -> None:
 
 def test_roles_never_prune_is_configurable() -> None:
     items = [{"role": "developer", "content": "style guide"}, *turns(8, size=3)]
-    plan = layers(items, CompactPolicy(roles_never_prune=()), turns=1)
+    plan = layers(items, CompactionPolicy(roles_never_prune=()), turns=1)
     assert plan.pinned == [] and "style guide" in texts(plan.remainder)
 
 
 def test_protected_tools_survive_compaction() -> None:
     items = [call("todo1", "manage_todo_list"), output("todo1", "1. ship"), *turns(8, size=3)]
-    plan = layers(items, CompactPolicy(protected_tools=("manage_todo_list",)), turns=1, pairs=0)
+    plan = layers(items, CompactionPolicy(protected_tools=("manage_todo_list",)), turns=1, pairs=0)
     assert [unit.items[0]["call_id"] for unit in plan.pinned] == ["todo1"]
 
 
@@ -150,7 +150,7 @@ def test_turn_aborted_markers_are_kept() -> None:
         user("<turn-aborted> user interrupted the deploy"),
         *turns(6, size=3),
     ]
-    plan = layers(items, CompactPolicy(), turns=1, pairs=0)
+    plan = layers(items, CompactionPolicy(), turns=1, pairs=0)
     assert any("<turn-aborted>" in t for t in texts(plan.aborted))
 
 
@@ -159,7 +159,7 @@ def test_recent_user_messages_fill_a_budget_newest_first_last_one_truncated() ->
     for n in range(10):
         items += [user(f"request {n} " + "detail " * 40), assistant(f"ok {n}")]
     one = ESTIMATOR.count_item(items[0])
-    plan = layers(items, CompactPolicy(), turns=1, pairs=0, users=2 * one + 40)
+    plan = layers(items, CompactionPolicy(), turns=1, pairs=0, users=2 * one + 40)
     kept = texts(plan.users)
     assert [t.split()[1] for t in kept] == ["7", "8"]  # 9 is a recent turn already
     assert plan.truncated_user is not None
@@ -177,7 +177,7 @@ def test_fit_reduces_turns_then_pairs_then_raises() -> None:
             output(f"c{n}", "y " * 50),
             assistant("ok"),
         ]
-    policy = CompactPolicy(summary_max_tokens=64, recent_user_token_budget=0)
+    policy = CompactionPolicy(summary_max_tokens=64, recent_user_token_budget=0)
     units = build_units(rows_of(items), policy)
     small = sum(u.tokens for u in units) // 3
     plan, summary = fit(
@@ -187,18 +187,18 @@ def test_fit_reduces_turns_then_pairs_then_raises() -> None:
     order += [f"keep_tool_io_pairs->{k}" for k in (3, 2, 1)]
     assert plan.reductions and plan.reductions == order[: len(plan.reductions)]
     assert plan.pinned_tokens + plan.kept_tokens + summary <= small
-    with pytest.raises(CompactError) as caught:
+    with pytest.raises(CompactionError) as caught:
         fit(units, policy, target=50, ceiling=50, fixed_tokens=0, estimator=ESTIMATOR)
-    assert caught.value.reason is CompactErrorReason.INSUFFICIENT_BUDGET
+    assert caught.value.reason is CompactionErrorReason.INSUFFICIENT_BUDGET
     assert "1 recent turn and 1 tool pair" in str(caught.value)
 
 
 def test_protected_only_overflow_says_to_reduce_protected_memory() -> None:
     items = [{"role": "developer", "content": "rule " * 400}, *turns(3, size=3)]
-    units = build_units(rows_of(items), CompactPolicy())
-    with pytest.raises(CompactError, match="Reduce protected memory") as caught:
-        fit(units, CompactPolicy(), target=100, ceiling=100, fixed_tokens=0, estimator=ESTIMATOR)
-    assert caught.value.reason is CompactErrorReason.INSUFFICIENT_BUDGET
+    units = build_units(rows_of(items), CompactionPolicy())
+    with pytest.raises(CompactionError, match="Reduce protected memory") as caught:
+        fit(units, CompactionPolicy(), target=100, ceiling=100, fixed_tokens=0, estimator=ESTIMATOR)
+    assert caught.value.reason is CompactionErrorReason.INSUFFICIENT_BUDGET
 
 
 _event = st.sampled_from(["user", "assistant", "tool", "protected", "developer"])
@@ -222,7 +222,7 @@ def test_partition_is_a_partition(events: list[str], turns_kept: int, pairs_kept
             items.append({"role": "developer", "content": f"d{n}"})
         else:
             items.append({"role": kind, "content": f"{kind}{n}"})
-    units = build_units(rows_of(items), CompactPolicy())
+    units = build_units(rows_of(items), CompactionPolicy())
     plan = partition(
         units, recent_turns=turns_kept, tool_pairs=pairs_kept, user_budget=0, estimator=ESTIMATOR
     )

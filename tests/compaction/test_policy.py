@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sessionstore.compaction.policy import CompactPolicy, decide
+from sessionstore.compaction.policy import CompactionPolicy, decide
 
 
 def test_defaults_are_spec_002s() -> None:
-    policy = CompactPolicy()
+    policy = CompactionPolicy()
     assert (policy.trigger_pct, policy.hard_cap_buffer) == (0.85, 1500)
     assert (policy.keep_recent_turns, policy.keep_tool_io_pairs) == (6, 4)
     assert policy.roles_never_prune == ("system", "developer")
@@ -19,28 +19,28 @@ def test_defaults_are_spec_002s() -> None:
 
 
 def test_budget_is_window_minus_buffer() -> None:
-    assert CompactPolicy().budget(128_000) == 126_500
+    assert CompactionPolicy().budget(128_000) == 126_500
 
 
 def test_triggers_at_85_percent() -> None:
-    decision = decide(108_800, 128_000, CompactPolicy())
+    decision = decide(108_800, 128_000, CompactionPolicy())
     assert decision.triggered and decision.reason == "threshold"
     assert decision.usage_pct == pytest.approx(0.85)
 
 
 def test_does_not_trigger_at_75_percent() -> None:
-    decision = decide(96_000, 128_000, CompactPolicy())
+    decision = decide(96_000, 128_000, CompactionPolicy())
     assert not decision.triggered and decision.reason == "none"
 
 
 def test_tokens_left_below_buffer_triggers_even_with_a_high_percentage() -> None:
-    policy = CompactPolicy(trigger_pct=1.0, hard_cap_buffer=2_000)
+    policy = CompactionPolicy(trigger_pct=1.0, hard_cap_buffer=2_000)
     assert decide(126_001, 128_000, policy).reason == "tokens_left"
     assert not decide(126_000, 128_000, policy).triggered
 
 
 def test_soft_and_hard_dual_threshold() -> None:
-    policy = CompactPolicy(trigger_pct=1.0, soft_limit_tokens=60_000, hard_limit_tokens=90_000)
+    policy = CompactionPolicy(trigger_pct=1.0, soft_limit_tokens=60_000, hard_limit_tokens=90_000)
     assert decide(60_000, 128_000, policy).reason == "soft_limit"
     assert not decide(59_999, 128_000, policy).triggered
     assert policy.ceiling(128_000) == 90_000
@@ -48,8 +48,8 @@ def test_soft_and_hard_dual_threshold() -> None:
 
 
 def test_manual_and_overflow_always_trigger() -> None:
-    assert decide(10, 128_000, CompactPolicy(), forced="manual").reason == "manual"
-    assert decide(10, 128_000, CompactPolicy(), forced="overflow").triggered
+    assert decide(10, 128_000, CompactionPolicy(), forced="manual").reason == "manual"
+    assert decide(10, 128_000, CompactionPolicy(), forced="overflow").triggered
 
 
 @pytest.mark.parametrize(
@@ -66,13 +66,13 @@ def test_manual_and_overflow_always_trigger() -> None:
 )
 def test_invalid_policies_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ValidationError) as caught:
-        CompactPolicy(**{field: value})
+        CompactionPolicy(**{field: value})
     assert field in str(caught.value)
 
 
 def test_soft_limit_above_hard_limit_is_rejected() -> None:
     with pytest.raises(ValidationError, match="soft_limit_tokens"):
-        CompactPolicy(soft_limit_tokens=10_000, hard_limit_tokens=5_000)
+        CompactionPolicy(soft_limit_tokens=10_000, hard_limit_tokens=5_000)
 
 
 @given(
@@ -83,15 +83,15 @@ def test_soft_limit_above_hard_limit_is_rejected() -> None:
 def test_target_is_below_the_trigger_and_within_budget(
     pct: float, window: int, buffer: int
 ) -> None:
-    policy = CompactPolicy(trigger_pct=pct, hard_cap_buffer=buffer)
+    policy = CompactionPolicy(trigger_pct=pct, hard_cap_buffer=buffer)
     target = policy.target(window)
     assert target <= policy.budget(window)
     assert not decide(target, window, policy).triggered
 
 
 def test_the_summary_allowance_scales_with_the_window_unless_fixed() -> None:
-    policy = CompactPolicy()
+    policy = CompactionPolicy()
     assert policy.summary_allowance(16_000) == 2048  # small windows keep the old default
     assert policy.summary_allowance(200_000) == 6000
     assert policy.summary_allowance(1_000_000) == 16_384
-    assert CompactPolicy(summary_max_tokens=500).summary_allowance(1_000_000) == 500
+    assert CompactionPolicy(summary_max_tokens=500).summary_allowance(1_000_000) == 500

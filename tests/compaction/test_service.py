@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from sessionstore import SessionStore
 from sessionstore.archive_codec import decode_archive
-from sessionstore.compaction.errors import CompactError, CompactErrorReason
+from sessionstore.compaction.errors import CompactionError, CompactionErrorReason
 from sessionstore.compaction.extractive import ExtractiveSummarizer
 from sessionstore.compaction.message import Message
 from sessionstore.compaction.normalize import normalize
-from sessionstore.compaction.policy import CompactPolicy
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.policy import CompactionPolicy
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
 from sessionstore.items import answered_call, calls_in, text_of
 from sessionstore.schema import archives
@@ -42,12 +42,12 @@ class Recording:
         return await self.inner.summarize(request)
 
 
-def manager_for(store: SessionStore, *, window: int = 4_000, **policy: Any) -> CompactManager:
+def manager_for(store: SessionStore, *, window: int = 4_000, **policy: Any) -> CompactionManager:
     summarizer = policy.pop("summarizer", None)
-    return CompactManager(
-        CompactConfig(
+    return CompactionManager(
+        CompactionConfig(
             max_context_tokens=window,
-            policy=CompactPolicy(**{"hard_cap_buffer": 200, **policy}),
+            policy=CompactionPolicy(**{"hard_cap_buffer": 200, **policy}),
             storage=store,
             summarizer=summarizer,
         )
@@ -124,9 +124,9 @@ async def test_protected_only_overflow_raises_insufficient_budget(store: Session
     manager = manager_for(store, window=600)
     big_rule = {"role": "developer", "content": "Policy clause. " * 200}
     await manager.append("s", [big_rule, *turns(4, size=10)])
-    with pytest.raises(CompactError) as caught:
+    with pytest.raises(CompactionError) as caught:
         await manager.compact("s")
-    assert caught.value.reason is CompactErrorReason.INSUFFICIENT_BUDGET
+    assert caught.value.reason is CompactionErrorReason.INSUFFICIENT_BUDGET
     assert "Reduce protected memory" in str(caught.value)
     errors = await events_of(store, "s", "compact.error")
     assert errors[-1]["error_type"] == "InsufficientBudget"
@@ -308,8 +308,8 @@ async def test_compaction_invariants(
         await manager.append(sid, items)
         try:
             outcome = await manager.compact(sid)
-        except CompactError as exc:
-            assert exc.reason is CompactErrorReason.INSUFFICIENT_BUDGET
+        except CompactionError as exc:
+            assert exc.reason is CompactionErrorReason.INSUFFICIENT_BUDGET
             return
         context = await store.load_context(sid)
         protected = [i for i in items if i.get("meta")]

@@ -1,7 +1,7 @@
 """The OpenAI Agents SDK adapter (`pip install 'sessionstore[agents]'`).
 
 - `SQLSession`: the SDK's `Session` protocol over a `SessionStore` (a drop-in for
-  `SQLiteSession` / `SQLAlchemySession`), compacting through a `CompactManager`.
+  `SQLiteSession` / `SQLAlchemySession`), compacting through a `CompactionManager`.
 - `input_filter(manager)`: `RunConfig(call_model_input_filter=...)`, the pre-flight
   before every model call.
 - `run_with_overflow_recovery(...)`: `Runner.run` that compacts and retries after a

@@ -20,7 +20,7 @@ from .observer import watch_runs
 from .tracking import current_run
 
 if TYPE_CHECKING:
-    from ...compaction.service import CompactManager
+    from ...compaction.service import CompactionManager
 
 
 def tool_schemas(agent: Agent[Any]) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ def tool_schemas(agent: Agent[Any]) -> list[dict[str, Any]]:
 
 
 def input_filter(
-    manager: CompactManager,
+    manager: CompactionManager,
 ) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
     """The `call_model_input_filter` for runs whose sessions this manager compacts."""
     watch_runs(manager)
@@ -53,7 +53,9 @@ def input_filter(
     return model_input_filter
 
 
-async def filter_model_input(manager: CompactManager, data: CallModelData[Any]) -> ModelInputData:
+async def filter_model_input(
+    manager: CompactionManager, data: CallModelData[Any]
+) -> ModelInputData:
     """The pre-flight step before a model call: estimate, maybe compact, rebuild, clean."""
     items: list[Any] = list(data.model_data.input)
     instructions = data.model_data.instructions

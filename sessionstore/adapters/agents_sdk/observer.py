@@ -16,7 +16,7 @@ from .tracking import mark_compacted
 
 if TYPE_CHECKING:
     from ...compaction.persist import CompactionResult
-    from ...compaction.service import CompactManager
+    from ...compaction.service import CompactionManager
 
 
 class RunObserver:
@@ -49,6 +49,6 @@ class RunObserver:
             pass
 
 
-def watch_runs(manager: CompactManager) -> None:
+def watch_runs(manager: CompactionManager) -> None:
     """Subscribe the SDK run observer to `manager` (idempotent)."""
     manager.observe(RunObserver(id(manager.store)))

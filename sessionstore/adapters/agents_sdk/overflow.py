@@ -10,7 +10,7 @@ from agents.result import RunResult
 from ...compaction.provider_errors import is_context_length_error
 
 if TYPE_CHECKING:
-    from ...compaction.service import CompactManager
+    from ...compaction.service import CompactionManager
     from .session import SQLSession
 
 MAX_OVERFLOW_RETRIES: Final = 3
@@ -21,7 +21,7 @@ async def run_with_overflow_recovery(
     input: str | list[Any],
     *,
     session: SQLSession,
-    manager: CompactManager,
+    manager: CompactionManager,
     run_config: RunConfig | None = None,
     max_retries: int = MAX_OVERFLOW_RETRIES,
     **run_kwargs: Any,

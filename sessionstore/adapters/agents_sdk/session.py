@@ -29,14 +29,14 @@ if TYPE_CHECKING:
     from agents.memory.session import OpenAIResponsesCompactionArgs
     from agents.run_context import RunContextWrapper
 
-    from ...compaction.service import CompactManager
+    from ...compaction.service import CompactionManager
 
 
 class SQLSession:
     """One conversation's memory, stored as append-only rows.
 
     Many SQLSession objects can share one SessionStore (one connection pool per
-    event loop), from any thread. Bound to a CompactManager, it truncates large
+    event loop), from any thread. Bound to a CompactionManager, it truncates large
     tool outputs as they are stored and compacts at turn boundaries when the
     context crosses the trigger.
 
@@ -53,7 +53,7 @@ class SQLSession:
         *,
         engine: AsyncEngine | None = None,
         create_tables: bool | None = None,
-        manager: CompactManager | None = None,
+        manager: CompactionManager | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         owns_store: bool = False,
     ) -> None:
@@ -81,7 +81,7 @@ class SQLSession:
         if store is not None and manager is not None and manager.store is not store:
             raise ValueError(
                 "the manager compacts a different SessionStore than this session writes to; "
-                "pass manager=CompactManager(CompactConfig(storage=store)) for this store"
+                "pass manager=CompactionManager(CompactionConfig(storage=store)) for this store"
             )
         self.session_id = session_id
         self.manager = manager
@@ -182,7 +182,7 @@ def _own_store(
     path: str | PathLike[str] | None,
     engine: AsyncEngine | None,
     create_tables: bool | None,
-    manager: CompactManager | None,
+    manager: CompactionManager | None,
 ) -> SessionStore:
     """The store a session opens for itself, with the defaults of the SDK store it mirrors."""
     if manager is not None:

@@ -20,8 +20,8 @@ from agents.testing.model import ModelCall
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
-from sessionstore.compaction.policy import CompactPolicy
-from sessionstore.compaction.service import CompactConfig, CompactManager
+from sessionstore.compaction.policy import CompactionPolicy
+from sessionstore.compaction.service import CompactionConfig, CompactionManager
 from sessionstore.items import text_of
 from sessionstore.tokens import estimator_for_model
 from tests.support.histories import turns, words
@@ -84,11 +84,11 @@ def words_for(n: int) -> str:
     return words(random.Random(n), 120)
 
 
-def manager_for(store: SessionStore, **policy: Any) -> CompactManager:
-    return CompactManager(
-        CompactConfig(
+def manager_for(store: SessionStore, **policy: Any) -> CompactionManager:
+    return CompactionManager(
+        CompactionConfig(
             max_context_tokens=WINDOW,
-            policy=CompactPolicy(
+            policy=CompactionPolicy(
                 **{
                     "hard_cap_buffer": 500,
                     "keep_recent_turns": 2,

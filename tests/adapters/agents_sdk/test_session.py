@@ -202,8 +202,8 @@ async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
 ) -> None:
     from agents.memory.session import is_openai_responses_compaction_aware_session
 
-    from sessionstore.compaction import CompactConfig, CompactManager
-    from sessionstore.compaction.policy import CompactPolicy
+    from sessionstore.compaction import CompactionConfig, CompactionManager
+    from sessionstore.compaction.policy import CompactionPolicy
 
     class Recording(SQLSession):
         calls: ClassVar[list[Any]] = []
@@ -213,8 +213,8 @@ async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
             await super().run_compaction(args, wrapper=wrapper)
 
     async with SessionStore(db_url, create_tables=True) as store:
-        policy = CompactPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
-        manager = CompactManager(CompactConfig(storage=store, policy=policy))
+        policy = CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
+        manager = CompactionManager(CompactionConfig(storage=store, policy=policy))
         session = Recording("rc", store, manager=manager)
         assert is_openai_responses_compaction_aware_session(session)
         outputs, _ = await run_three_turns(session)
