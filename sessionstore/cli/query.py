@@ -26,6 +26,7 @@ from ..redaction import Redactor, redaction_disabled_event
 from .common import ConfigOption, UrlOption, console, err_console, open_store
 from .query_output import render_table, render_text
 
+DEFAULT_LIMIT: Final = 10_000
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored cell is wrapped or cut
 _READ_ONLY_START: Final = re.compile(r"^\s*(select|with|explain|values)\b", re.IGNORECASE)
 # Statements that never belong in a query (a data-modifying CTE, say); the database's
@@ -52,7 +53,7 @@ def refusal(sql: str) -> str | None:
 
 
 async def _run(
-    url: str | None, config: Path | None, sql: str, redact: bool
+    url: str | None, config: Path | None, sql: str, redact: bool, limit: int
 ) -> tuple[list[str], list[tuple[Any, ...]], Redactor]:
     async with open_store(url, config) as store:
         if not redact:
@@ -67,8 +68,10 @@ async def _run(
             else:
                 await conn.exec_driver_sql("PRAGMA query_only = ON")
             try:
-                result = await conn.execute(sa.text(sql))
-                return list(result.keys()), [tuple(row) for row in result.all()], redactor
+                result = await conn.stream(sa.text(sql))  # a cursor: only `limit + 1` rows held
+                rows = [tuple(row) for row in await result.fetchmany(limit + 1)]
+                await result.close()
+                return list(result.keys()), rows, redactor
             finally:
                 if conn.dialect.name == "sqlite":
                     await conn.exec_driver_sql("PRAGMA query_only = OFF")
@@ -105,6 +108,9 @@ def query(
         bool, typer.Option("--headers/--no-headers", help="Print the column names.")
     ] = True,
     redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
+    limit: Annotated[
+        int, typer.Option(min=1, help="Print at most this many rows (a note says when cut).")
+    ] = DEFAULT_LIMIT,
 ) -> None:
     """Run read-only SQL (SELECT ...) against the store; writes are refused."""
     chosen = [
@@ -118,7 +124,7 @@ def query(
     if reason is not None:
         raise typer.BadParameter(f"refused: {reason}", param_hint="SQL")
     try:
-        columns, rows, redactor = asyncio.run(_run(url, config, sql, redact))
+        columns, rows, redactor = asyncio.run(_run(url, config, sql, redact, limit))
     except DBAPIError as exc:  # the database's own words: no such table, a syntax error, ...
         raise typer.BadParameter(
             f"the database rejected it: {exc.orig}; `sessionstore query` reads the tables in "
@@ -127,6 +133,9 @@ def query(
         ) from None
     if not redact:
         err_console.print("warning: redaction is off; secrets are printed as stored")
+    if len(rows) > limit:
+        rows = rows[:limit]
+        err_console.print(f"note: stopped at --limit {limit} rows; raise it to see more")
     with _quiet_on_closed_pipe():
         if chosen:
             sys.stdout.write(render_text(columns, rows, chosen[0], headers, redactor))

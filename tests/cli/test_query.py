@@ -63,6 +63,7 @@ def test_the_database_itself_refuses_a_disguised_write(seeded: str) -> None:
                 "WITH x AS (SELECT 1) INSERT INTO retention_policies "
                 "(name, action, older_than_days) SELECT 'p', 'delete_events', 1",
                 True,
+                10,
             )
         )
 
@@ -153,7 +154,9 @@ def test_piped_output_is_unwrapped_and_a_closed_pipe_exits_quietly(
 ) -> None:
     """`sessionstore query ... | head -1` in a real pipe: exit 0, nothing on stderr."""
     command = [sys.executable, "-m", "sessionstore.cli", "query", MANY_ROWS, "--url", seeded]
-    proc = subprocess.Popen([*command, *fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*command, "--limit", "100000", *fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()
@@ -172,3 +175,12 @@ def test_piped_output_is_unwrapped_and_a_closed_pipe_exits_quietly(
         check=True,
     )
     assert b"a" + b"0" * 400 in wide.stdout  # not wrapped or truncated at a terminal width
+
+
+def test_the_row_cap_stops_early_and_says_so(seeded: str) -> None:
+    result = run("query", MANY_ROWS, "--url", seeded, "--nl", "--limit", "3")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["i"] for line in result.stdout.splitlines()] == [1, 2, 3]
+    assert "stopped at --limit 3 rows" in result.stderr
+    whole = run("query", "SELECT session_id FROM sessions", "--url", seeded, "--limit", "2")
+    assert whole.exit_code == 0 and "--limit" not in whole.stderr
