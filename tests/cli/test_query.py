@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sessionstore.cli.query import _run, refusal
-from tests.cli.conftest import assert_refused, db_state, run
+from tests.cli.conftest import SECRET, assert_refused, db_state, run
 
 TOOLS_OF_WORK = (
     "SELECT tool_name, count(*) AS n FROM messages WHERE session_id = 'work' "
@@ -58,6 +62,8 @@ def test_the_database_itself_refuses_a_disguised_write(seeded: str) -> None:
                 None,
                 "WITH x AS (SELECT 1) INSERT INTO retention_policies "
                 "(name, action, older_than_days) SELECT 'p', 'delete_events', 1",
+                True,
+                10,
             )
         )
 
@@ -83,3 +89,98 @@ def test_the_config_file_names_the_database(config_file: Path) -> None:
     result = run("query", TOOLS_OF_WORK, "--config", str(config_file), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == [{"tool_name": "read_file", "n": 8}]
+
+
+HOSTILE = "[/] [bold red]x[/] \x1b[31mred\x1b[0m [link=file:///etc]y[/link]"
+
+
+def cells(url: str) -> str:
+    """NULL, '', a two-byte BLOB and hostile text, in the backend's own BLOB syntax."""
+    blob = "decode('00ff', 'hex')" if url.startswith("postgresql") else "x'00ff'"
+    return f"SELECT NULL AS n, '' AS e, {blob} AS b, '{HOSTILE}' AS h"
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--nl"])
+def test_json_formats_keep_null_apart_from_empty_and_base64_blobs(seeded: str, fmt: str) -> None:
+    result = run("query", cells(seeded), "--url", seeded, fmt)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    row = json.loads(text)[0] if fmt == "--json" else json.loads(text.splitlines()[0])
+    assert row == {"n": None, "e": "", "b": "AP8=", "h": HOSTILE}
+
+
+@pytest.mark.parametrize(("fmt", "delimiter"), [("--csv", ","), ("--tsv", "\t")])
+def test_csv_and_tsv_round_trip_through_the_csv_module(
+    seeded: str, fmt: str, delimiter: str
+) -> None:
+    result = run("query", cells(seeded), "--url", seeded, fmt)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.stdout), delimiter=delimiter))
+    assert rows == [["n", "e", "b", "h"], ["", "", "AP8=", HOSTILE]]
+    bare = run("query", cells(seeded), "--url", seeded, fmt, "--no-headers")
+    assert list(csv.reader(io.StringIO(bare.stdout), delimiter=delimiter)) == rows[1:]
+
+
+def test_the_table_prints_hostile_text_verbatim_and_null_as_null(seeded: str) -> None:
+    result = run("query", cells(seeded), "--url", seeded)
+    assert result.exit_code == 0, result.output
+    assert "NULL" in result.stdout and "[/]" in result.stdout and "[bold red]" in result.stdout
+
+
+def test_two_formats_at_once_are_refused(seeded: str) -> None:
+    assert_refused(run("query", "SELECT 1", "--url", seeded, "--csv", "--json"), 2, "json and csv")
+
+
+def test_secrets_are_redacted_unless_asked_and_the_opt_out_is_recorded(seeded: str) -> None:
+    sql = "SELECT payload FROM messages WHERE CAST(payload AS TEXT) LIKE '%sk-proj%'"
+    redacted = run("query", sql, "--url", seeded, "--nl")
+    assert redacted.exit_code == 0 and redacted.stdout.strip()
+    assert "sk-proj-Zz9" not in redacted.stdout
+    before = db_state(seeded)["events"]
+    raw = run("query", sql, "--url", seeded, "--nl", "--no-redact")
+    assert SECRET.split("=")[1] in raw.stdout
+    assert db_state(seeded)["events"] == before + 1
+
+
+MANY_ROWS = (
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+    "SELECT i, 'row [/] text' AS t FROM n"
+)
+
+
+@pytest.mark.parametrize("fmt", [[], ["--csv"]])
+def test_piped_output_is_unwrapped_and_a_closed_pipe_exits_quietly(
+    seeded: str, fmt: list[str]
+) -> None:
+    """`sessionstore query ... | head -1` in a real pipe: exit 0, nothing on stderr."""
+    command = [sys.executable, "-m", "sessionstore.cli", "query", MANY_ROWS, "--url", seeded]
+    proc = subprocess.Popen(
+        [*command, "--limit", "100000", *fmt], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait() == 0
+    assert proc.stderr.read() == b""
+    assert first.strip() != b""
+    wide = subprocess.run(
+        [
+            *command[:4],
+            "SELECT 'a' || substr(hex(zeroblob(200)), 1, 400) AS long_cell",
+            *command[5:],
+        ]
+        if seeded.startswith("sqlite")
+        else [*command[:4], "SELECT 'a' || repeat('0', 400) AS long_cell", *command[5:]],
+        capture_output=True,
+        check=True,
+    )
+    assert b"a" + b"0" * 400 in wide.stdout  # not wrapped or truncated at a terminal width
+
+
+def test_the_row_cap_stops_early_and_says_so(seeded: str) -> None:
+    result = run("query", MANY_ROWS, "--url", seeded, "--nl", "--limit", "3")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["i"] for line in result.stdout.splitlines()] == [1, 2, 3]
+    assert "stopped at --limit 3 rows" in result.stderr
+    whole = run("query", "SELECT session_id FROM sessions", "--url", seeded, "--limit", "2")
+    assert whole.exit_code == 0 and "--limit" not in whole.stderr
