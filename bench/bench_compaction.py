@@ -31,16 +31,18 @@ from agents.run_config import CallModelData, ModelInputData
 from scratch_pg import scratch_database
 from sqlalchemy.engine import make_url
 
-from sessionstore import SessionStore
+from sessionstore import Keyring, LocalKey, SessionStore, visible_rows
 from sessionstore.adapters.agents_sdk import input_filter
-from sessionstore.adapters.agents_sdk.tracking import track_load
-from sessionstore.compaction.normalize import normalize
-from sessionstore.compaction.partition import build_units, fit
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.compaction.summarizer import SummaryRequest, SummaryResult
-from sessionstore.crypto import Keyring, LocalKey
-from sessionstore.rows import visible_rows
+from sessionstore.adapters.agents_sdk._tracking import track_load  # measured directly
+from sessionstore.compaction import (
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+    SummaryRequest,
+    SummaryResult,
+    normalize,
+)
+from sessionstore.compaction._partition import build_units, fit  # measured directly
 
 WORDS = [
     "deploy",
@@ -108,7 +110,7 @@ async def bench_sealing_cost(url: str, size: int, repeats: int) -> None:
             for name, store in stores.items():
                 manager = CompactionManager(
                     CompactionConfig(
-                        max_context_tokens=5_000_000, storage=store, summarizer=InstantSummarizer()
+                        max_context_tokens=5_000_000, store=store, summarizer=InstantSummarizer()
                     )
                 )
                 sid = f"seal-{name}-{r}-{uuid.uuid4().hex[:6]}"
@@ -142,7 +144,7 @@ async def bench_compaction(url: str, sizes: tuple[int, ...], repeats: int) -> No
             CompactionConfig(
                 max_context_tokens=5_000_000,
                 policy=policy,
-                storage=store,
+                store=store,
                 summarizer=InstantSummarizer(),
             )
         )
@@ -204,7 +206,7 @@ async def bench_preflight(url: str, repeats: int) -> None:
             manager = CompactionManager(
                 CompactionConfig(
                     max_context_tokens=10_000_000,
-                    storage=store,
+                    store=store,
                     summarizer=InstantSummarizer(),
                     record_idle_decisions=record,
                 )

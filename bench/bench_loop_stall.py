@@ -82,13 +82,13 @@ async def _run(url: str, label: str, quick: bool) -> None:
     async with SessionStore(url, create_tables=True) as store:
         took, gap = await _stall_during(lambda: store.append("big", _output("c1", big)))
         _report(label, f"store.append, {big / 1e6:.0f} MB output", took, gap)
-        manager = CompactionManager(CompactionConfig(storage=store))
+        manager = CompactionManager(CompactionConfig(store=store))
         took, gap = await _stall_during(lambda: manager.append("huge", _output("c2", huge)))
         _report(label, f"manager.append, {huge / 1e6:.0f} MB output", took, gap)
         for start in range(0, items, 500):
             await store.append("long", _turns(items)[start : start + 500])
         compactor = CompactionManager(
-            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
+            CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         took, gap = await _stall_during(lambda: compactor.compact("long", trigger="manual"))
         _report(label, f"compact {items:,} items", took, gap)

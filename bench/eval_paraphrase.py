@@ -37,12 +37,14 @@ from typing import Any, Final, Literal
 from agents import Agent, FunctionTool, RunConfig, Runner, Tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from sessionstore import SessionStore
+from sessionstore import SessionStore, text_of
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.items import text_of
+from sessionstore.compaction import (
+    BUILTIN_STRATEGIES,
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+)
 
 Item = dict[str, Any]
 Kind = Literal[
@@ -336,7 +338,7 @@ async def run_session(
         CompactionConfig(
             max_context_tokens=WINDOW,
             policy=POLICY.model_copy(update={"strategy": strategy}),
-            storage=store,
+            store=store,
         )
     )
     generator = Generator(domain, split, seed)

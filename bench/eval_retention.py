@@ -6,7 +6,7 @@
     python bench/eval_retention.py --base-url http://127.0.0.1:8000/v1 --model NAME
 
 Sessions come from a seeded RNG: realistic filler (user/assistant turns, tool calls and their
-outputs, as Responses items) with planted facts of every kind the seeds say a summary must
+outputs, as Responses items) with planted facts of every kind a summary must
 keep. Each round appends new content, then an agent-like tool loop fills the context until
 the real CompactionManager's trigger fires (a SessionStore on a temporary SQLite file); after the
 compaction, probes check the ACTIVE context: the summary marker plus the kept items, exactly
@@ -29,15 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from sessionstore import SessionStore
-from sessionstore.compaction.extractive import ExtractiveSummarizer
-from sessionstore.compaction.marker import SUMMARY_START
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.compaction.summarizer import Summarizer
-from sessionstore.items import text_of
+from sessionstore import SessionStore, text_of
+from sessionstore.compaction import (
+    BUILTIN_STRATEGIES,
+    SUMMARY_START,
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Summarizer,
+)
 
 Item = dict[str, Any]
 FactKind = Literal[
@@ -668,7 +670,7 @@ async def run_strategy(
             model=MODEL,
             max_context_tokens=WINDOW,
             policy=POLICY.model_copy(update={"strategy": strategy}),
-            storage=store,
+            store=store,
             summarizer=summarizer,
             record_idle_decisions=False,
         )

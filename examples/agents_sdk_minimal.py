@@ -13,11 +13,10 @@ from typing import Any
 from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message
 
-from sessionstore import SessionStore
+from sessionstore import SessionStore, text_of
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager
 from sessionstore.exporters import ConsoleExporter, EventBus
-from sessionstore.items import text_of
 
 
 def _model(turns: int) -> Any:
@@ -31,7 +30,7 @@ async def main(turns: int = 12) -> None:
     # --- enablement: these lines are all it takes ------------------------------
     events = EventBus([ConsoleExporter()])  # every compaction decision, on stderr
     store = SessionStore("sqlite:///minimal.db", publisher=events)
-    manager = CompactionManager(CompactionConfig(max_context_tokens=3_000, storage=store))
+    manager = CompactionManager(CompactionConfig(max_context_tokens=3_000, store=store))
     session = SQLSession("user-42", manager=manager)
     run_config = RunConfig(call_model_input_filter=input_filter(manager))
     agent = Agent(name="assistant", instructions="Be brief.", model=_model(turns))

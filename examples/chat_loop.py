@@ -56,7 +56,7 @@ async def main() -> None:
     async with openai.AsyncOpenAI() as client, SessionStore(url) as store:
         policy = CompactionPolicy(keep_recent_turns=2, hard_cap_buffer=200)
         manager = CompactionManager(
-            CompactionConfig(storage=store, model=model, max_context_tokens=1_000, policy=policy)
+            CompactionConfig(store=store, model=model, max_context_tokens=1_000, policy=policy)
         )
         chat = ChatConversation(manager, instructions="You answer questions about orders.")
         await store.clear("chat-demo")  # start the demo conversation afresh

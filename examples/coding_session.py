@@ -37,12 +37,10 @@ from agents import (
 from agents.testing import assistant_message, function_call
 from online_or_offline import agent_model, summarizer
 
-from sessionstore import SessionStore
+from sessionstore import SessionStore, text_of
 from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.exporters import ConsoleExporter, EventBus, Exporter
-from sessionstore.exporters.ariadne import AriadneExporter
-from sessionstore.items import text_of
+from sessionstore.exporters import AriadneExporter, ConsoleExporter, EventBus, Exporter
 
 SESSION = "coding-demo"
 WINDOW = 2_500
@@ -324,7 +322,7 @@ async def main() -> None:
         config = CompactionConfig(
             max_context_tokens=WINDOW,
             policy=policy,
-            storage=store,
+            store=store,
             summarizer=summarizer(),
             record_idle_decisions=False,  # events only for calls that compact
         )

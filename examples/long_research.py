@@ -33,8 +33,8 @@ from sessionstore.compaction import (
     CompactionManager,
     CompactionOutcome,
     CompactionPolicy,
+    diff_lines,
 )
-from sessionstore.compaction.report import diff_lines
 
 SESSION = "research"
 WINDOW = 6_000
@@ -144,7 +144,7 @@ async def main() -> None:
     )
     manager = CompactionManager(
         CompactionConfig(
-            max_context_tokens=WINDOW, policy=policy, storage=store, summarizer=summarizer()
+            max_context_tokens=WINDOW, policy=policy, store=store, summarizer=summarizer()
         )
     )
     session = SQLSession(SESSION, store)

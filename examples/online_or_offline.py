@@ -11,8 +11,7 @@ from typing import Any
 from agents import set_tracing_disabled
 from agents.testing import ScriptedModel
 
-from sessionstore.compaction import Summarizer
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
+from sessionstore.compaction import OpenAISummarizer, Summarizer
 
 
 def online() -> bool:

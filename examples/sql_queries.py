@@ -23,10 +23,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sessionstore import SessionStore
+from sessionstore import SessionStore, decode_payload, text_of
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.items import text_of
-from sessionstore.rows import decode_payload
 
 MENTION = "Postgres 16"
 
@@ -160,7 +158,7 @@ async def seed(store: SessionStore) -> None:
     if await store.session_info("alice-trip") is not None:
         return
     policy = CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=1)
-    manager = CompactionManager(CompactionConfig(storage=store, policy=policy))
+    manager = CompactionManager(CompactionConfig(store=store, policy=policy))
     for session_id, turns in SESSIONS.items():
         for turn in turns:
             if turn is None:

@@ -1,48 +1,189 @@
 """sessionstore: a storage-centric session store for LLM agents with automatic compaction.
 
-The core (SessionStore) does not need the Agents SDK; `SQLSession` does, and is
-imported lazily so `import sessionstore` works without it.
+This package's `__all__` is the public API of the kernel; the modules behind it
+(`sessionstore._store`, ...) are private and may change. The documented subpackages
+add their own public names: `sessionstore.compaction` (the compaction manager,
+policies, summarizers), `sessionstore.archive` (archive sinks), `sessionstore.exporters`
+(event exporters), `sessionstore.adapters.agents_sdk` (the OpenAI Agents SDK) and
+`sessionstore.adapters.chat` (a plain chat loop). docs/ARCHITECTURE.md maps them.
+
+The names used on every request are imported eagerly; the rest (configuration,
+builders, keys, retention, the importer, and `SQLSession`, which needs the
+`[agents]` extra) load on first use, so `import sessionstore` stays cheap and works
+without the Agents SDK.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from ._arguments import check_session_id
+from ._errors import (
+    ArchiveSinkError,
+    CompactionError,
+    CompactionErrorReason,
+    ConfigError,
+    DatabaseNotFoundError,
+    DuplicateAppendError,
+    EncodingUnavailableError,
+    ImportSourceError,
     InvalidItemError,
+    KeyIntegrityError,
+    KeyInUseError,
+    KeyringError,
+    KeyUnavailableError,
+    MissingKeyError,
+    QueryRejectedError,
+    ReadOnlyStoreError,
     SchemaError,
     SchemaMissingError,
     SchemaOutdatedError,
     SchemaTooNewError,
+    SealedDataError,
     SessionStoreError,
+    StoreError,
     StoreTimeoutError,
+    StoreUnavailableError,
+    SummarizerError,
+    SummarizerInputTooLargeError,
+    SummarizerUnavailableError,
+    SummaryRefusedError,
+    SummaryToolCallError,
+    SummaryTooLongError,
     UnsupportedURLError,
 )
-from .rows import SessionInfo, StoredRow
-from .store import SessionStore
+from ._events import Event
+from ._items import text_of
+from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
+from ._store import SessionStore
 
 if TYPE_CHECKING:
+    from ._builders import build_event_bus, build_manager, build_store, manager_from_file
+    from ._config import SessionStoreConfig, load_config
+    from ._crypto import AwsKmsKey, Keyring, LocalKey
+    from ._importer import ImportReport, import_sdk_sessions
+    from ._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
+    from ._redaction import Redactor
+    from ._retention import (
+        RetentionAction,
+        RetentionPolicy,
+        RetentionReport,
+        delete_policy,
+        list_policies,
+        run_retention,
+        set_policy,
+    )
+    from ._tokens import TokenEstimator, estimator_for_model
     from .adapters.agents_sdk import SQLSession
 
+_LAZY: dict[str, str] = {
+    "build_event_bus": "._builders",
+    "build_manager": "._builders",
+    "build_store": "._builders",
+    "manager_from_file": "._builders",
+    "SessionStoreConfig": "._config",
+    "load_config": "._config",
+    "AwsKmsKey": "._crypto",
+    "Keyring": "._crypto",
+    "LocalKey": "._crypto",
+    "ImportReport": "._importer",
+    "import_sdk_sessions": "._importer",
+    "RotationReport": "._key_rotation",
+    "check_retirable": "._key_rotation",
+    "key_usage": "._key_rotation",
+    "rotate_keys": "._key_rotation",
+    "Redactor": "._redaction",
+    "RetentionAction": "._retention",
+    "RetentionPolicy": "._retention",
+    "RetentionReport": "._retention",
+    "delete_policy": "._retention",
+    "list_policies": "._retention",
+    "run_retention": "._retention",
+    "set_policy": "._retention",
+    "TokenEstimator": "._tokens",
+    "estimator_for_model": "._tokens",
+    "SQLSession": ".adapters.agents_sdk",
+}
+
 __all__ = [
+    "ArchiveSinkError",
+    "AwsKmsKey",
+    "CompactionError",
+    "CompactionErrorReason",
+    "ConfigError",
+    "DatabaseNotFoundError",
+    "DuplicateAppendError",
+    "EncodingUnavailableError",
+    "Event",
+    "ImportReport",
+    "ImportSourceError",
     "InvalidItemError",
+    "KeyInUseError",
+    "KeyIntegrityError",
+    "KeyUnavailableError",
+    "Keyring",
+    "KeyringError",
+    "LocalKey",
+    "MissingKeyError",
+    "QueryRejectedError",
+    "ReadOnlyStoreError",
+    "Redactor",
+    "RetentionAction",
+    "RetentionPolicy",
+    "RetentionReport",
+    "RotationReport",
     "SQLSession",
     "SchemaError",
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SealedDataError",
     "SessionInfo",
     "SessionStore",
+    "SessionStoreConfig",
     "SessionStoreError",
+    "StoreError",
     "StoreTimeoutError",
+    "StoreUnavailableError",
     "StoredRow",
+    "SummarizerError",
+    "SummarizerInputTooLargeError",
+    "SummarizerUnavailableError",
+    "SummaryRefusedError",
+    "SummaryTooLongError",
+    "SummaryToolCallError",
+    "TokenEstimator",
     "UnsupportedURLError",
+    "build_event_bus",
+    "build_manager",
+    "build_store",
+    "check_retirable",
+    "check_session_id",
+    "decode_payload",
+    "delete_policy",
+    "estimator_for_model",
+    "import_sdk_sessions",
+    "key_usage",
+    "list_policies",
+    "load_config",
+    "manager_from_file",
+    "rotate_keys",
+    "run_retention",
+    "set_policy",
+    "text_of",
+    "visible_rows",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SQLSession":
-        from .adapters.agents_sdk import SQLSession
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return SQLSession
-    raise AttributeError(f"module 'sessionstore' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -14,25 +14,16 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-import sqlalchemy as sa
 from moto.server import ThreadedMotoServer
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
+from tests.support.database import TABLES
 
 PG_ADMIN_URL = os.environ.get(
     "SESSIONSTORE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgresql")
-TABLES = (
-    "events",
-    "archive_members",
-    "archives",
-    "compactions",
-    "messages",
-    "sessions",
-    "retention_policies",
-)
 
 
 def _dsn(url: str) -> str:
@@ -104,6 +95,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=BACKENDS)
+def fresh_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of its own on each backend, for tests that change its schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'own.db'}"
+    return str(request.getfixturevalue("fresh_pg_url"))
+
+
 @pytest.fixture
 async def store(db_url: str) -> AsyncIterator[SessionStore]:
     """A SessionStore on each backend, closed after the test."""
@@ -115,12 +114,6 @@ async def store(db_url: str) -> AsyncIterator[SessionStore]:
 def sqlite_url(tmp_path: Path) -> str:
     """A new SQLite file URL."""
     return f"sqlite:///{tmp_path / 'sessions.db'}"
-
-
-async def scalar(store: SessionStore, sql: str, **params: object) -> object:
-    """Run plain SQL through the store's public AsyncEngine (what an analyst would do)."""
-    async with store.engine.connect() as conn:
-        return (await conn.execute(sa.text(sql), params)).scalar()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -18,18 +18,19 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from sessionstore.builders import (
+from sessionstore._builders import (
     build_event_bus,
     build_manager,
     build_sinks,
     build_store,
     manager_from_file,
 )
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.config import ConfigError, SessionStoreConfig
-from sessionstore.exporters.bus import EventBus
-from sessionstore.redaction import Redactor
-from sessionstore.schema import events
+from sessionstore._config import SessionStoreConfig
+from sessionstore._errors import ConfigError
+from sessionstore._redaction import Redactor
+from sessionstore._schema import events
+from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore.exporters._bus import EventBus
 from tests.support.histories import coding_session
 from tests.support.servers import AriadneIngest, OtlpReceiver, serve
 

@@ -1,4 +1,4 @@
-"""Tests for sessionstore.config (spec 002: Requirement: Configuration System)."""
+"""Tests for sessionstore._config (docs/CONFIGURATION.md)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore.config import (
-    ENV_OVERRIDES,
-    ConfigError,
-    SessionStoreConfig,
-    load_config,
-)
-from sessionstore.errors import SessionStoreError
-from sessionstore.retention import RetentionAction
+from sessionstore._config import ENV_OVERRIDES, SessionStoreConfig, load_config
+from sessionstore._errors import ConfigError, SessionStoreError
+from sessionstore._retention import RetentionAction
 
 ROOT = Path(__file__).resolve().parents[1]
 

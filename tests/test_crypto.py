@@ -21,23 +21,25 @@ from botocore.config import Config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore.crypto import (
+from sessionstore._crypto import (
     ENVELOPE_V1,
     AwsKmsKey,
-    KeyIntegrityError,
     Keyring,
-    KeyringError,
-    KeyUnavailableError,
     LocalKey,
-    MissingKeyError,
     Sealed,
-    SealedDataError,
     canonical_context,
     open_sealed,
     rewrap,
     seal,
 )
-from sessionstore.errors import SessionStoreError
+from sessionstore._errors import (
+    KeyIntegrityError,
+    KeyringError,
+    KeyUnavailableError,
+    MissingKeyError,
+    SealedDataError,
+    SessionStoreError,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_kms import KMSClient

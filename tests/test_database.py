@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore, UnsupportedURLError
-from sessionstore.database import DEFAULT_URL, URL_ENV, SQLiteDatabase, resolve_url
+from sessionstore._database import DEFAULT_URL, URL_ENV, SQLiteDatabase, resolve_url
 
 
 @pytest.mark.parametrize(

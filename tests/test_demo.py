@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sessionstore._demo import PROMPTS, LongSessionReport, run_demo, run_long_session
 from sessionstore.compaction import CompactionPolicy
-from sessionstore.demo import PROMPTS, LongSessionReport, run_demo, run_long_session
 
 
 async def test_demo_reloads_the_identical_context_after_restart(db_url: str) -> None:
@@ -27,7 +27,7 @@ async def test_running_the_demo_twice_starts_fresh_but_keeps_history(db_url: str
 
 
 def assert_long_session_stayed_in_budget(report: LongSessionReport, window: int) -> None:
-    """Spec 002's synthetic long session: several rounds, nothing ever over the budget."""
+    """The synthetic long session (docs/QUALITY.md): rounds, nothing ever over the budget."""
     budget = CompactionPolicy().budget(window)  # the demo's manager runs the default policy
     assert report.traffic_tokens >= 3 * window
     assert report.largest_model_input <= budget  # every model input, tool loops included
@@ -47,7 +47,7 @@ async def test_long_session_goes_through_three_windows_without_overflow(db_url: 
 
 
 async def test_384k_tokens_through_a_128k_window(sqlite_url: str) -> None:
-    """The seed's numbers exactly: 3 x 128k pushed through one session (about a minute)."""
+    """The demo's default numbers exactly: 3 x 128k pushed through one session (about a minute)."""
     report = await run_long_session(sqlite_url, window=128_000, factor=3)
     assert report.traffic_tokens >= 384_000
     assert_long_session_stayed_in_budget(report, 128_000)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore, SQLSession
+from sessionstore._config import load_config
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.config import load_config
 
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0P9o8"  # an OpenAI-style key
 PASSWORD = "hunter2-Correct-Horse"
@@ -80,7 +80,7 @@ def _calls(store: SessionStore) -> list[Callable[[], Awaitable[Any]]]:
         lambda: store.merge_session_metadata("s", {KEY: {KEY}}),
         lambda: store.merge_session_metadata("s", KEY),  # type: ignore[arg-type]
         lambda: store.session_info(Unserializable()),  # type: ignore[arg-type]
-        lambda: CompactionManager(CompactionConfig(storage=store)).compact("s", strategy=KEY),
+        lambda: CompactionManager(CompactionConfig(store=store)).compact("s", strategy=KEY),
     ]
 
 

@@ -7,7 +7,7 @@ import inspect
 import pkgutil
 
 import sessionstore
-from sessionstore.errors import SessionStoreError, StoreUnavailableError
+from sessionstore._errors import SessionStoreError, StoreUnavailableError
 
 
 def _exception_classes() -> dict[str, type[BaseException]]:
@@ -37,7 +37,7 @@ def test_every_public_exception_is_under_sessionstore_error() -> None:
 
 
 def test_the_tree_in_the_errors_docstring_names_every_exception() -> None:
-    drawn = sessionstore.errors.__doc__ or ""
+    drawn = sessionstore._errors.__doc__ or ""
     missing = sorted(
         cls.__name__ for cls in _exception_classes().values() if cls.__name__ not in drawn
     )
@@ -50,3 +50,14 @@ def test_error_texts_are_redacted_as_they_are_made() -> None:
     )
     assert "hunter2-pass" not in str(error) and "hunter2-pass" not in repr(error)
     assert (error.outcome_known, error.token) == (False, "t")
+
+
+def test_every_exception_lives_in_one_module_and_is_exported_from_the_package() -> None:
+    classes = _exception_classes()
+    elsewhere = sorted(
+        name for name, cls in classes.items() if cls.__module__ != "sessionstore._errors"
+    )
+    assert elsewhere == []
+    assert sorted(cls.__name__ for cls in classes.values()) == sorted(
+        name for name in sessionstore.__all__ if name in {c.__name__ for c in classes.values()}
+    )

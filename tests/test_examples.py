@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.items import text_of
-from sessionstore.schema import compactions
+from sessionstore._items import text_of
+from sessionstore._schema import compactions
 from tests.support.invariants import assert_session_invariants
 from tests.support.openai_server import OpenAIServer
 from tests.support.servers import AriadneIngest, serve

@@ -1,4 +1,4 @@
-"""Importing the Agents SDK's own session databases (sessionstore.importer).
+"""Importing the Agents SDK's own session databases (sessionstore._importer).
 
 Every source here is written by the SDK itself: SQLiteSession on a file, and
 SQLAlchemySession on SQLite and on the real PostgreSQL, driven by real
@@ -25,13 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from sessionstore import SessionStore, SQLSession, importer
-from sessionstore.importer import (
+from sessionstore import SessionStore, SQLSession
+from sessionstore import _importer as importer
+from sessionstore._errors import ImportSourceError
+from sessionstore._importer import (
     IMPORT_KEY,
     ImportMarker,
     ImportProgress,
     ImportReport,
-    ImportSourceError,
     SourceOrder,
     SourceRow,
     _Page,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore.errors import InvalidItemError
-from sessionstore.items import (
+from sessionstore._errors import InvalidItemError
+from sessionstore._items import (
     MAX_NESTING,
     answered_call,
     call_names_in,

@@ -9,9 +9,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
 from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore
-from sessionstore.database import open_database, resolve_url
-from sessionstore.migrations import current_revision, downgrade, head_revision, upgrade
-from sessionstore.schema import metadata
+from sessionstore._database import open_database, resolve_url
+from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
+from sessionstore._schema import metadata
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -22,16 +22,8 @@ def _tables(connection: Connection) -> set[str]:
     return set(sa.inspect(connection).get_table_names())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    if request.param == "sqlite":
-        return sqlite_url
-    url: str = request.getfixturevalue("fresh_pg_url")
-    return url
-
-
-async def test_upgrade_downgrade_upgrade_and_schema_matches(empty_url: str) -> None:
-    database = open_database(resolve_url(empty_url))
+async def test_upgrade_downgrade_upgrade_and_schema_matches(fresh_db_url: str) -> None:
+    database = open_database(resolve_url(fresh_db_url))
     try:
         assert await current_revision(database) is None
         await upgrade(database)
@@ -47,37 +39,37 @@ async def test_upgrade_downgrade_upgrade_and_schema_matches(empty_url: str) -> N
         await database.dispose()
 
 
-async def test_store_refuses_a_database_without_tables(empty_url: str) -> None:
-    store = SessionStore(empty_url, create_tables=False)
+async def test_store_refuses_a_database_without_tables(fresh_db_url: str) -> None:
+    store = SessionStore(fresh_db_url, create_tables=False)
     with pytest.raises(SchemaMissingError, match="sessionstore migrate") as caught:
         await store.load_context("s")
     assert "password" not in str(caught.value)
     await store.close()
 
 
-async def test_store_refuses_a_database_from_a_newer_release(empty_url: str) -> None:
-    async with SessionStore(empty_url, create_tables=True) as store:
+async def test_store_refuses_a_database_from_a_newer_release(fresh_db_url: str) -> None:
+    async with SessionStore(fresh_db_url, create_tables=True) as store:
         await store.append("s", [{"role": "user", "content": "keep me"}])
         async with store.engine.begin() as conn:
             await conn.execute(sa.text("UPDATE alembic_version SET version_num = 'f00d_future'"))
-    newer = SessionStore(empty_url, create_tables=True)
+    newer = SessionStore(fresh_db_url, create_tables=True)
     with pytest.raises(SchemaTooNewError, match="Upgrade sessionstore") as caught:
         await newer.append("s", [{"role": "user", "content": "x"}])
     assert "f00d_future" in str(caught.value)
     await newer.close()
     async with store.engine.begin() as conn:  # nothing was changed or lost
         await conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{head_revision()}'"))
-    async with SessionStore(empty_url) as again:
+    async with SessionStore(fresh_db_url) as again:
         assert await again.load_context("s") == [{"role": "user", "content": "keep me"}]
 
 
-async def test_store_names_a_dropped_table(empty_url: str) -> None:
+async def test_store_names_a_dropped_table(fresh_db_url: str) -> None:
     async with (
-        SessionStore(empty_url, create_tables=True) as store,
+        SessionStore(fresh_db_url, create_tables=True) as store,
         store.engine.begin() as conn,
     ):
         await conn.execute(sa.text("DROP TABLE events"))
-    broken = SessionStore(empty_url, create_tables=True)
+    broken = SessionStore(fresh_db_url, create_tables=True)
     with pytest.raises(SchemaMissingError, match="events") as caught:
         await broken.history("s")
     assert "backup" in str(caught.value)

@@ -9,12 +9,12 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
+from sessionstore._crypto import Keyring, LocalKey
+from sessionstore._errors import SessionStoreError
+from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
+from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention, set_policy
+from sessionstore._schema import messages
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.crypto import Keyring, LocalKey
-from sessionstore.errors import SessionStoreError
-from sessionstore.key_rotation import check_retirable, key_usage, rotate_keys
-from sessionstore.retention import RetentionAction, RetentionPolicy, run_retention, set_policy
-from sessionstore.schema import messages
 from tests.support.histories import call, coding_session, output
 
 K1 = LocalKey.generate("k1")
@@ -77,7 +77,7 @@ async def test_the_database_holds_ciphertext_but_typed_columns_stay_queryable(db
 async def test_compaction_reseals_copies_and_the_summary(db_url: str) -> None:
     async with sealed_store(db_url) as store:
         manager = CompactionManager(
-            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
+            CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         await manager.append("s", coding_session(10))
         before = await store.load_context("s")
@@ -149,7 +149,7 @@ async def test_rotation_rewraps_session_keys_too(db_url: str) -> None:
 async def test_retention_purge_clears_sealed_payloads(db_url: str) -> None:
     async with sealed_store(db_url) as store:
         manager = CompactionManager(
-            CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=2))
+            CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=2))
         )
         await manager.append("s", coding_session(10))
         outcome = await manager.compact("s")

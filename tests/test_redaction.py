@@ -1,4 +1,4 @@
-"""Tests for sessionstore.redaction (spec 002: Security and Redaction, Redaction before archival).
+"""Tests for sessionstore._redaction (docs/SECURITY.md, "Redaction").
 
 Secret-shaped samples are assembled at import time so that no realistic credential is written
 in the repository (secret scanners would flag it); they have the real formats and lengths.
@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore.events import Event
-from sessionstore.redaction import (
+from sessionstore._events import Event
+from sessionstore._redaction import (
     DEFAULT_PATTERNS,
     REPLACEMENT,
     Redactor,
@@ -307,10 +307,10 @@ def test_secret_kinds_are_redacted_with_context_kept(text: str, secret: str, exp
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("api_key=sk-abc123", "api_key=<REDACTED>"),  # spec 002 "Redaction applied before export"
+        ("api_key=sk-abc123", "api_key=<REDACTED>"),  # redacted before export
         ('"password": "hunter2"', '"password": "<REDACTED>"'),
         (f"Authorization: Bearer {JWT}", "Authorization: Bearer <REDACTED>"),
-        ("API-KEY : abc", "API-KEY : <REDACTED>"),  # the seed regexes are case-insensitive
+        ("API-KEY : abc", "API-KEY : <REDACTED>"),  # the default patterns are case-insensitive
         ("apikey=abc", "apikey=<REDACTED>"),
         ("Password=hunter2", "Password=<REDACTED>"),
     ],
@@ -331,7 +331,10 @@ def test_spec_examples(text: str, expected: str) -> None:
     ],
 )
 def test_everything_the_seed_patterns_catch_is_gone(text: str) -> None:
-    seed = [r"(?i)api[_-]?key\s*[:=]\s*(\S+)", r"(?i)password\s*[:=]\s*(\S+)"]  # spec 7.1
+    seed = [
+        r"(?i)api[_-]?key\s*[:=]\s*(\S+)",
+        r"(?i)password\s*[:=]\s*(\S+)",
+    ]  # the documented default patterns
     secrets = [match.group(1) for pattern in seed for match in re.finditer(pattern, text)]
     assert secrets
     redacted = REDACTOR.text(text)

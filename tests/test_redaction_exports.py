@@ -10,10 +10,10 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from sessionstore import SessionStore
+from sessionstore._redaction import Redactor
+from sessionstore._schema import events
 from sessionstore.cli import app
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.redaction import Redactor
-from sessionstore.schema import events
 
 SECRETS = {
     "api key": "api_key=sk-proj-Abc123Def456Ghi789Jkl012",
@@ -61,7 +61,7 @@ async def _compact_and_check_events(db_url: str) -> None:
         manager = CompactionManager(
             CompactionConfig(
                 max_context_tokens=100_000,
-                storage=store,
+                store=store,
                 policy=CompactionPolicy(keep_recent_turns=1, recent_user_token_budget=0),
             )
         )
@@ -96,7 +96,7 @@ def test_redact_archives_scrubs_the_archived_copies(sqlite_url: str) -> None:
     async def compact() -> None:
         async with SessionStore(sqlite_url, redact_archives=True) as store:
             manager = CompactionManager(
-                CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=1))
+                CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=1))
             )
             await manager.append("s", transcript())
             await manager.compact("s")

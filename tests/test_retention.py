@@ -14,10 +14,9 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.archive_codec import decode_archive
-from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.events import Event
-from sessionstore.retention import (
+from sessionstore._archive_codec import decode_archive
+from sessionstore._events import Event
+from sessionstore._retention import (
     RetentionAction,
     RetentionPolicy,
     delete_policy,
@@ -25,7 +24,8 @@ from sessionstore.retention import (
     run_retention,
     set_policy,
 )
-from sessionstore.schema import archives, events, messages, sessions
+from sessionstore._schema import archives, events, messages, sessions
+from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.histories import coding_session, turns
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -51,7 +51,7 @@ async def scenario(store: SessionStore) -> dict[str, Any]:
     """old-compacted (archived rows, old), old-idle (untouched for 200 days), fresh (today)."""
     manager = CompactionManager(
         CompactionConfig(
-            max_context_tokens=100_000, storage=store, policy=CompactionPolicy(keep_recent_turns=2)
+            max_context_tokens=100_000, store=store, policy=CompactionPolicy(keep_recent_turns=2)
         )
     )
     await manager.append("old-compacted", coding_session(12))
@@ -230,8 +230,8 @@ async def test_postgres_function_matches_the_python_job(pg_url: str) -> None:
 
 
 async def test_sealed_archives_still_open_after_the_plaintext_purge(db_url: str) -> None:
-    from sessionstore.archive.reader import read_archives
-    from sessionstore.crypto import Keyring, LocalKey
+    from sessionstore._crypto import Keyring, LocalKey
+    from sessionstore.archive._reader import read_archives
 
     async with SessionStore(
         db_url, create_tables=True, keyring=Keyring([LocalKey.generate("k1")])

@@ -1,4 +1,4 @@
-"""Soak: many real Agents SDK runs under random policies, zero context-limit errors (KR1, spec 002).
+"""Soak: many real Agents SDK runs under random policies, zero context-limit errors (QUALITY.md).
 
 Each run drives `Runner.run` through an `SQLSession` with pre-flight compaction on a small
 window, so compaction happens often: random message sizes, random tool-I/O density (some runs
@@ -30,16 +30,16 @@ from agents.testing.model import ModelCall
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
+from sessionstore._rows import StoredRow
+from sessionstore._tokens import TokenEstimator, count_tools
 from sessionstore.adapters.agents_sdk import input_filter, tool_schemas
-from sessionstore.archive.reader import read_archives
+from sessionstore.archive._reader import read_archives
 from sessionstore.compaction import (
     CompactionConfig,
     CompactionManager,
     CompactionPolicy,
     TruncationPolicy,
 )
-from sessionstore.rows import StoredRow
-from sessionstore.tokens import TokenEstimator, count_tools
 from tests.support.histories import words
 from tests.support.invariants import assert_session_invariants
 
@@ -229,7 +229,7 @@ async def soak_run(store: SessionStore, plan: SoakPlan) -> RunStats:
     """One run: every turn through the real Runner, then every invariant."""
     session_id = f"soak-{plan.seed}"
     manager = CompactionManager(
-        CompactionConfig(max_context_tokens=plan.window, policy=plan.policy, storage=store)
+        CompactionConfig(max_context_tokens=plan.window, policy=plan.policy, store=store)
     )
     model = ScriptedModel([])
     agent = Agent(name="soak", instructions=INSTRUCTIONS, model=model, tools=[*TOOLS, pin_fact])

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import InvalidItemError, SessionStore
-from sessionstore.archive.reader import read_archives
+from sessionstore._tokens import estimator_for_model
+from sessionstore.archive._reader import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.tokens import estimator_for_model
-from tests.conftest import scalar
+from tests.support.database import scalar
 from tests.support.histories import coding_session
 
 USER: dict[str, Any] = {"role": "user", "content": "What is the weather in Paris?"}
@@ -310,7 +310,7 @@ async def members(store: SessionStore) -> int:
 
 async def test_a_deleted_compacted_session_id_can_be_reused(store: SessionStore) -> None:
     manager = CompactionManager(
-        CompactionConfig(storage=store, policy=CompactionPolicy(keep_recent_turns=1))
+        CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=1))
     )
     await manager.append("s1", coding_session(8))
     assert (await manager.compact("s1")).compacted
@@ -421,7 +421,7 @@ async def test_bad_arguments_fail_clearly_before_anything_is_written(
 async def test_an_item_above_max_item_bytes_is_refused_before_any_work(db_url: str) -> None:
     big = {"type": "function_call_output", "call_id": "c", "output": "x" * 200_000}
     async with SessionStore(db_url, create_tables=True, max_item_bytes=100_000) as store:
-        manager = CompactionManager(CompactionConfig(storage=store))
+        manager = CompactionManager(CompactionConfig(store=store))
         await store.append("s", [{"role": "user", "content": "before"}])
         with pytest.raises(InvalidItemError, match=r"item #1 is 200,\d+ bytes or more, above"):
             await store.append("s", [{"role": "user", "content": "ok"}, big])
@@ -442,7 +442,7 @@ async def test_a_50_mb_tool_output_through_a_manager_is_cut_and_archived_whole(
     call = {"type": "function_call", "call_id": "c1", "name": "logs", "arguments": "{}"}
     result = {"type": "function_call_output", "call_id": "c1", "output": output}
     async with SessionStore(db_url, create_tables=True) as store:
-        manager = CompactionManager(CompactionConfig(storage=store))
+        manager = CompactionManager(CompactionConfig(store=store))
         await manager.append("s", [call, result])
         stored = (await store.load_context("s"))[1]["output"]
         assert len(stored) < 40_000 and stored.endswith(output[-30:])

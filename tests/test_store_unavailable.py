@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore.errors import StoreUnavailableError
+from sessionstore._errors import StoreUnavailableError
 
 WRITERS = 8
 APPENDS = 60

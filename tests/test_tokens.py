@@ -1,4 +1,4 @@
-"""Tests for sessionstore.tokens: exact offline counting, verification, fallback, item shapes."""
+"""Tests for sessionstore._tokens: exact offline counting, verification, fallback, item shapes."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import tiktoken_ext.openai_public as openai_public  # type: ignore[import-untype
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import tokens
-from sessionstore.tokens import (
+from sessionstore import _tokens as tokens
+from sessionstore._tokens import (
     ENCODING_SHA256,
     IMAGE_TOKENS,
     ITEM_OVERHEAD_TOKENS,

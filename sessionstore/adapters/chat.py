@@ -19,8 +19,9 @@ from typing import Any, cast
 
 from openai.types.chat import ChatCompletionMessageParam
 
-from ..compaction.normalize import normalize
-from ..compaction.service import CompactionManager
+from ..compaction import CompactionManager, normalize
+
+__all__ = ["ChatConversation", "reply_message"]
 
 
 class ChatConversation:

@@ -2,27 +2,52 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version as package_version
+from typing import Annotated
+
 import typer
 
-from .archive import archive_app
-from .common import GuardedCommand, GuardedGroup
-from .compact import compact
-from .demo import demo
-from .doctor import doctor
-from .events import events
-from .import_ import import_sessions
-from .keys import keys_app
-from .migrate import migrate
-from .query import query
-from .retention import retention_app
-from .sessions import sessions_app
+from ._archive import archive_app
+from ._common import CLI_SETTINGS, GuardedCommand, GuardedGroup
+from ._compact import compact
+from ._demo import demo
+from ._doctor import doctor
+from ._events import events
+from ._import import import_sessions
+from ._keys import keys_app
+from ._migrate import migrate
+from ._query import query
+from ._retention import retention_app
+from ._schema import schema
+from ._sessions import sessions_app
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
     no_args_is_help=True,
     add_completion=False,
     cls=GuardedGroup,
+    **CLI_SETTINGS,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sessionstore {package_version('sessionstore')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """sessionstore: SQL session memory for LLM agents, with automatic compaction."""
+
+
 app.command()(migrate)
 app.command()(demo)
 app.command()(compact)
@@ -32,12 +57,14 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)
+app.command()(schema)
 app.command()(doctor)
 app.command(name="import")(import_sessions)
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
     add_completion=False,
+    **CLI_SETTINGS,
 )
 compactctl_app.command(cls=GuardedCommand)(compact)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sessionstore.events import Event
+from sessionstore._events import Event
 
 GroupKey = tuple[str | None, object]
 

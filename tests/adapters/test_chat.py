@@ -9,10 +9,10 @@ import openai
 import pytest
 
 from sessionstore import SessionStore
+from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.chat import ChatConversation, reply_message
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.compaction.marker import SUMMARY_START
-from sessionstore.tokens import estimator_for_model
+from sessionstore.compaction._marker import SUMMARY_START
 from tests.support.openai_server import OpenAIServer, ok, tool_call
 
 WINDOW = 1_500
@@ -73,7 +73,7 @@ async def test_a_plain_chat_loop_stays_in_its_window_and_compacts(db_url: str) -
                 keep_recent_turns=2, keep_tool_io_pairs=1, hard_cap_buffer=300
             )
             manager = CompactionManager(
-                CompactionConfig(storage=store, max_context_tokens=WINDOW, policy=policy)
+                CompactionConfig(store=store, max_context_tokens=WINDOW, policy=policy)
             )
             conversation = ChatConversation(manager, instructions="You track orders.")
             await _chat(conversation, client, 12)
@@ -102,12 +102,12 @@ async def test_a_new_process_sees_the_same_conversation(sqlite_url: str) -> None
     with OpenAIServer() as server:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
         async with client, SessionStore(sqlite_url) as store:
-            conversation = ChatConversation(CompactionManager(CompactionConfig(storage=store)))
+            conversation = ChatConversation(CompactionManager(CompactionConfig(store=store)))
             first = await conversation.prepare("u", [{"role": "user", "content": "hello"}])
             reply = await client.chat.completions.create(model="m", messages=first)
             await conversation.record("u", reply)
     async with SessionStore(sqlite_url) as reopened:
-        again = ChatConversation(CompactionManager(CompactionConfig(storage=reopened)))
+        again = ChatConversation(CompactionManager(CompactionConfig(store=reopened)))
         messages = await again.prepare("u")
     assert messages == [
         {"role": "user", "content": "hello"},

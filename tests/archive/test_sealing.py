@@ -8,12 +8,12 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.archive.reader import read_archives
+from sessionstore._crypto import Keyring, LocalKey
+from sessionstore._errors import KeyInUseError, SessionStoreError
+from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
+from sessionstore._schema import archives
+from sessionstore.archive._reader import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.crypto import Keyring, LocalKey
-from sessionstore.errors import SessionStoreError
-from sessionstore.key_rotation import KeyInUseError, check_retirable, key_usage, rotate_keys
-from sessionstore.schema import archives
 from tests.support.histories import coding_session
 
 K1 = LocalKey.generate("k1")
@@ -24,7 +24,7 @@ async def compacted(store: SessionStore, session_id: str, seed: int = 0) -> list
     """Compact a session; return the replaced items (what the archive must hold)."""
     manager = CompactionManager(
         CompactionConfig(
-            max_context_tokens=100_000, storage=store, policy=CompactionPolicy(keep_recent_turns=2)
+            max_context_tokens=100_000, store=store, policy=CompactionPolicy(keep_recent_turns=2)
         )
     )
     await manager.append(session_id, coding_session(10, seed=seed))

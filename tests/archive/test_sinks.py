@@ -18,17 +18,12 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from sessionstore.archive.filesystem import FilesystemSink
-from sessionstore.archive.s3 import S3Sink
-from sessionstore.archive.sinks import (
-    ArchiveDelivery,
-    ArchiveSink,
-    ArchiveSinkError,
-    safe_name,
-)
-from sessionstore.errors import SessionStoreError
-from sessionstore.events import Event
-from sessionstore.redaction import Redactor
+from sessionstore._errors import ArchiveSinkError, SessionStoreError
+from sessionstore._events import Event
+from sessionstore._redaction import Redactor
+from sessionstore.archive._filesystem import FilesystemSink
+from sessionstore.archive._s3 import S3Sink
+from sessionstore.archive._sinks import ArchiveDelivery, ArchiveSink, safe_name
 
 if TYPE_CHECKING:
     from mypy_boto3_kms import KMSClient

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import NO_KEYS, assert_refused, db_state, run
+from tests.support.cli import NO_KEYS, assert_refused, db_state, run
 
 
 def test_json_lines_parse_and_name_their_archive(seeded: str) -> None:
     result = run("archive", "show", "work", "--url", seeded, "--json", env=NO_KEYS)
     assert result.exit_code == 0, result.output
-    records = [json.loads(line) for line in result.output.splitlines()]
+    records = [json.loads(line) for line in result.stdout.splitlines()]
     assert records and all(isinstance(record["archive_id"], int) for record in records)
 
 

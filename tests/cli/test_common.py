@@ -1,5 +1,6 @@
-"""`--config` (cli/common.py) on every command that opens a store: a file that is invalid or
-missing is refused with exit 2, a message naming the problem, and the database untouched."""
+"""Exit codes and error messages (cli/_common.py), and `--config` on every command that opens
+a store: an invalid or missing file is refused with exit 2, a message naming the problem,
+and the database untouched."""
 
 from __future__ import annotations
 
@@ -8,8 +9,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import typer
 
-from tests.cli.conftest import BAD_CONFIG_PROBLEM, assert_refused, db_state, run, run_compactctl
+from sessionstore import (
+    CompactionError,
+    CompactionErrorReason,
+    ConfigError,
+    InvalidItemError,
+    MissingKeyError,
+    SealedDataError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+    SummarizerUnavailableError,
+)
+from sessionstore.cli import _common
+from tests.support.cli import BAD_CONFIG_PROBLEM, assert_refused, db_state, run, run_compactctl
 
 STORE_COMMANDS = [
     "migrate",
@@ -86,3 +101,49 @@ def test_compactctl_refuses_an_invalid_config(seeded: str, bad_config: Path) -> 
     result = run_compactctl("work", "--config", str(bad_config))
     assert_refused(result, 2, BAD_CONFIG_PROBLEM)
     assert db_state(seeded) == before
+
+
+ERROR_CASES = [
+    (ConfigError(["policy.trigger_pct must be 0.0-1.0"]), 2, "error:"),
+    (InvalidItemError("item #0 is not a mapping"), 2, "error:"),
+    (MissingKeyError("k9"), 2, "error:"),
+    (StoreUnavailableError("connection refused", outcome_known=True), 1, "database unavailable:"),
+    (StoreTimeoutError("waited 5 s for the write lock"), 1, "timed out:"),
+    (StoreError("a constraint refused the row"), 1, "database error:"),
+    (CompactionError(CompactionErrorReason.CONFLICT, "lost 3 races"), 1, "compaction failed:"),
+    (SummarizerUnavailableError("openai:gpt-4o-mini timed out"), 1, "summarizer failed:"),
+    (SealedDataError("archive 3", "tag mismatch"), 1, "cannot open sealed data:"),
+    (ConnectionRefusedError("[Errno 111] refused"), 1, "database unavailable:"),
+]
+
+
+@pytest.mark.parametrize(("error", "code", "label"), ERROR_CASES)
+def test_each_error_has_its_exit_code_whatever_the_table_order(
+    error: Exception, code: int, label: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _common.outcome_of(error) is not None
+    assert _common.outcome_of(error).code == code  # type: ignore[union-attr]
+    reversed_table = dict(reversed(list(_common.ERROR_OUTCOMES.items())))
+    monkeypatch.setattr(_common, "ERROR_OUTCOMES", reversed_table)
+    assert _common.outcome_of(error).code == code  # type: ignore[union-attr]
+
+    def fail() -> None:
+        with _common.user_errors():
+            raise error
+
+    with pytest.raises(typer.Exit) as exit_info:
+        fail()
+    assert exit_info.value.exit_code == code
+    assert _common.outcome_of(error).label + ":" == label  # type: ignore[union-attr]
+
+
+def test_a_bug_is_not_disguised_as_a_user_error() -> None:
+    with pytest.raises(KeyError), _common.user_errors():
+        raise KeyError("a bug")
+
+
+def test_error_text_is_printed_verbatim_not_as_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(typer.Exit), _common.user_errors():
+        raise InvalidItemError("session [bold red]x[/] says \x1b[31mred\x1b[0m")
+    err = capsys.readouterr().err
+    assert "[bold red]x[/]" in err and "\x1b" not in err and "\\x1b[31mred" in err

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import assert_refused, db_state, run, run_compactctl
+from sessionstore.compaction import BUILTIN_STRATEGIES
+from tests.support.cli import NO_KEYS, assert_refused, db_state, run, run_compactctl
 
 
 def _fates(result_output: str) -> Counter[str]:
@@ -24,9 +25,9 @@ def test_compact_dry_run_diff_shows_fates_and_changes_nothing(uncompacted: str) 
     assert "summarized" in result.output and "recent" in result.output
     assert "would go from" in result.output
     again = run("compact", "work", "--url", uncompacted, "--dry-run", "--json")
-    payload = json.loads(again.output)
+    payload = json.loads(again.stdout)
     assert payload["compacted"] is False and payload["version"] is None
-    assert {"summarized", "recent", "tool pair"} <= set(_fates(again.output))
+    assert {"summarized", "recent", "tool pair"} <= set(_fates(again.stdout))
     after = db_state(uncompacted)
     assert (after["messages"], after["compactions"]) == (before["messages"], 0)
 
@@ -35,7 +36,7 @@ def test_compact_writes_a_summary_and_reports_it(uncompacted: str) -> None:
     result = run("compact", "work", "--url", uncompacted, "--strategy", "decision_log")
     assert result.exit_code == 0, result.output
     assert "Wrote <COMPACT-SUMMARY v1> (decision_log)" in result.output
-    second = json.loads(run("compact", "work", "--url", uncompacted, "--json").output)
+    second = json.loads(run("compact", "work", "--url", uncompacted, "--json").stdout)
     assert second["compacted"] is False and "nothing to summarize" in second["skipped_reason"]
 
 
@@ -93,17 +94,17 @@ def test_the_config_files_policy_sink_and_exporter_apply(
         uncompacted,
         policy={"keep_recent_turns": 1, "keep_tool_io_pairs": 0},
         storage={"adapter": "fs", "path": str(archive_dir)},
-        telemetry={"exporters": ["callback"], "callback": "tests.cli.conftest:collect"},
+        telemetry={"exporters": ["callback"], "callback": "tests.support.cli:collect"},
     )
-    default = _fates(run("compact", "work", "--url", uncompacted, "--dry-run", "--json").output)
+    default = _fates(run("compact", "work", "--url", uncompacted, "--dry-run", "--json").stdout)
     planned = run("compact", "work", "--config", str(config), "--dry-run", "--json")
     assert planned.exit_code == 0, planned.output
-    assert "tool pair" not in _fates(planned.output)
-    assert _fates(planned.output)["recent"] < default["recent"]
+    assert "tool pair" not in _fates(planned.stdout)
+    assert _fates(planned.stdout)["recent"] < default["recent"]
 
     done = run("compact", "work", "--config", str(config), "--json")
     assert done.exit_code == 0, done.output
-    assert json.loads(done.output)["version"] == 1
+    assert json.loads(done.stdout)["version"] == 1
     written = {path.name for path in (archive_dir / "work").iterdir()}
     assert {"transcript-pre-compact-001.jsonl", "summary-001.json"} <= written
     assert "compact.summary_created" in {event["event"] for event in collected}
@@ -116,5 +117,56 @@ def test_url_beats_the_config_files_database(
     config = write_config(f"sqlite:///{elsewhere}")
     result = run("compact", "work", "--config", str(config), "--url", uncompacted, "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["compacted"] is True
+    assert json.loads(result.stdout)["compacted"] is True
     assert not elsewhere.exists()
+
+
+def test_diff_previews_unless_write_is_given_and_says_what_it_wrote(uncompacted: str) -> None:
+    before = db_state(uncompacted)
+    preview = run("compact", "work", "--url", uncompacted, "--diff")
+    assert preview.exit_code == 0, preview.output
+    assert "Preview only: nothing was written" in preview.output
+    assert db_state(uncompacted) == before
+    written = run("compact", "work", "--url", uncompacted, "--diff", "--write")
+    assert written.exit_code == 0, written.output
+    assert "Wrote <COMPACT-SUMMARY v1>" in written.output and "archive show work" in written.output
+    assert db_state(uncompacted)["compactions"] == 1
+    assert_refused(run("compact", "work", "--url", uncompacted, "--write"), 2, "--diff")
+
+
+def test_without_a_key_compact_says_archives_are_unencrypted(uncompacted: str) -> None:
+    result = run("compact", "work", "--url", uncompacted, env=NO_KEYS)
+    assert result.exit_code == 0, result.output
+    assert "archives are stored unencrypted" in result.output
+    assert "sessionstore keys generate" in result.output
+
+
+def test_an_unreachable_summarizer_is_reported_and_exits_1(uncompacted: str) -> None:
+    result = run(
+        "compact",
+        "work",
+        "--url",
+        uncompacted,
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--summarizer-model",
+        "m",
+        env={"OPENAI_API_KEY": "test", **NO_KEYS},
+    )
+    assert result.exit_code == 1, result.output
+    assert "summarizer failed:" in result.output and "unavailable" in result.output
+    assert "fallback pruning-only" in result.output
+    assert db_state(uncompacted)["compactions"] == 1  # the compaction itself went ahead
+
+
+@pytest.mark.parametrize("window", ["99999999999999999999999", "0", "-5"])
+def test_an_absurd_window_is_one_line_and_exit_2(uncompacted: str, window: str) -> None:
+    result = run("compact", "work", "--url", uncompacted, "--window", window)
+    assert_refused(result, 2, "--window")
+    assert "Traceback" not in result.output
+
+
+def test_strategy_help_lists_every_strategy() -> None:
+    help_text = run("compact", "--help").output
+    for name in BUILTIN_STRATEGIES:
+        assert name in help_text

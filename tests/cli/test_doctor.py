@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from tests.cli.conftest import BAD_CONFIG_PROBLEM, NO_KEYS, run
+from tests.support.cli import BAD_CONFIG_PROBLEM, NO_KEYS, run
 
 
 def _checks(result: Result) -> dict[str, dict[str, Any]]:
-    return {check["name"]: check for check in json.loads(result.output)}
+    return {check["name"]: check for check in json.loads(result.stdout)}
 
 
 def test_healthy_installation(seeded: str) -> None:

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import assert_refused, mentions, run
+from sessionstore import Event, SessionStore
+from tests.support.cli import assert_refused, mentions, run
 
 
 def test_filters_by_session_and_type(seeded: str) -> None:
     result = run("events", "--url", seeded, "--session", "work", "--type", "compact.*", "--json")
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for line in result.output.splitlines()]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
     names = {row["event"] for row in rows}
     assert {"compact.trigger_decision", "compact.summary_created"} <= names
     assert all(row["session_id"] == "work" for row in rows)
     only = run("events", "--url", seeded, "--type", "compact.archival", "--json")
-    assert {json.loads(line)["event"] for line in only.output.splitlines()} == {"compact.archival"}
+    assert {json.loads(line)["event"] for line in only.stdout.splitlines()} == {"compact.archival"}
 
 
 def test_follow_stops_after_its_window(seeded: str) -> None:
@@ -56,5 +58,53 @@ def test_a_filter_that_matches_nothing_says_so(seeded: str) -> None:
 def test_the_config_file_names_the_database(config_file: Path) -> None:
     result = run("events", "--config", str(config_file), "--session", "work", "--json")
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for line in result.output.splitlines()]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert "compact.summary_created" in {row["event"] for row in rows}
+
+
+def _event_ids(result_stdout: str) -> list[int]:
+    return [json.loads(line)["id"] for line in result_stdout.splitlines()]
+
+
+def test_the_newest_are_shown_and_the_rest_counted(seeded: str) -> None:
+    everything = _event_ids(run("events", "--url", seeded, "--all", "--json").stdout)
+    newest = run("events", "--url", seeded, "--all", "--limit", "3")
+    assert newest.exit_code == 0, newest.output
+    shown_ids = [int(line.split()[0]) for line in newest.stdout.splitlines()]
+    assert shown_ids == everything[-3:]
+    assert f"{len(everything) - 3} older event(s) not shown" in newest.output
+
+
+def test_idle_estimates_are_hidden_unless_asked_for(seeded: str) -> None:
+    idle = [
+        Event("compact.token_estimate", "other", fields={"t_est": 10, "max": 100}),
+        Event("compact.trigger_decision", "other", fields={"t_est": 10, "triggered": False}),
+    ]
+    asyncio.run(_record(seeded, *idle))
+    default = run("events", "--url", seeded)
+    assert default.exit_code == 0, default.output
+    assert "compact.token_estimate" not in default.stdout
+    assert "2 idle pre-flight estimate(s) hidden (--all shows them)" in default.output
+    everything = run("events", "--url", seeded, "--all").stdout
+    asked = run("events", "--url", seeded, "--type", "compact.trigger_decision").stdout
+    assert "compact.trigger_decision" in everything and "compact.trigger_decision" in asked
+
+
+def test_warnings_show_their_message(seeded: str) -> None:
+    asyncio.run(_record(seeded, Event("compact.error", "work", "error", {"message": "[red]x[/]"})))
+    result = run("events", "--url", seeded, "--type", "compact.error")
+    assert "message=[red]x[/]" in result.stdout
+
+
+async def _record(url: str, *events: Event) -> None:
+    async with SessionStore(url) as store:
+        await store.record_events(list(events))
+
+
+def test_follow_starts_at_the_newest(seeded: str) -> None:
+    everything = _event_ids(run("events", "--url", seeded, "--all", "--json").stdout)
+    followed = run(
+        "events", "--url", seeded, "--all", "--limit", "2", "--follow", "--follow-seconds", "0.3"
+    )
+    ids = [int(line.split()[0]) for line in followed.stdout.splitlines()]
+    assert ids == everything[-2:]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
+from sessionstore._crypto import Keyring
 from sessionstore.compaction import CompactionConfig, CompactionManager
-from sessionstore.crypto import Keyring
-from tests.cli.conftest import NO_KEYS, assert_refused, db_state, run
+from tests.support.cli import NO_KEYS, assert_refused, db_state, run
 
 
 def _generate(key_file: Path, key_id: str) -> None:
@@ -25,7 +25,7 @@ def _seal_one_archive(url: str, key_file: Path) -> None:
 
     async def seed() -> None:
         async with SessionStore(url, keyring=Keyring.from_file(key_file)) as store:
-            manager = CompactionManager(CompactionConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(store=store))
             items = []
             for n in range(10):
                 items += [
@@ -47,7 +47,7 @@ def test_keys_generate_rotate_retire_and_archive_show(db_url: str, tmp_path: Pat
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
     _seal_one_archive(db_url, key_file)
     env = {"SESSIONSTORE_KEY_FILE": str(key_file)}
-    status = json.loads(run("keys", "status", "--url", db_url, "--json", env=env).output)
+    status = json.loads(run("keys", "status", "--url", db_url, "--json", env=env).stdout)
     assert status["active"] == "k1" and status["keys"][0]["archives"] == 1
     shown = run("archive", "show", "s", "--url", db_url, "--json", env=env)
     assert (
@@ -56,7 +56,7 @@ def test_keys_generate_rotate_retire_and_archive_show(db_url: str, tmp_path: Pat
     busy = run("keys", "retire", "k1", "--url", db_url, env=env)
     assert busy.exit_code == 2 and "still protects 1 archive" in busy.output
     _generate(key_file, "k2")
-    rotated = json.loads(run("keys", "rotate", "--url", db_url, "--json", env=env).output)
+    rotated = json.loads(run("keys", "rotate", "--url", db_url, "--json", env=env).stdout)
     assert rotated == {"active": "k2", "rewrapped": 1, "usage": {"k2": 1}}
     retired = run("keys", "retire", "k1", "--url", db_url, "--key-file", str(key_file), env=env)
     assert retired.exit_code == 0, retired.output
@@ -102,7 +102,7 @@ def test_generate_refuses_an_invalid_key_id(tmp_path: Path) -> None:
 def test_status_without_a_keyring_is_json(seeded: str) -> None:
     result = run("keys", "status", "--url", seeded, "--json", env=NO_KEYS)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == {"active": None, "keys": []}
+    assert json.loads(result.stdout) == {"active": None, "keys": []}
 
 
 def test_status_reads_the_config_files_key_file(
@@ -113,7 +113,7 @@ def test_status_reads_the_config_files_key_file(
     config = write_config(seeded, keys={"key_file": str(key_file)})
     result = run("keys", "status", "--config", str(config), "--json", env=NO_KEYS)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["active"] == "k1"
+    assert json.loads(result.stdout)["active"] == "k1"
 
 
 def test_rotate_without_a_keyring_is_refused(seeded: str) -> None:

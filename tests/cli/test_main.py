@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
-from tests.cli.conftest import assert_refused, db_state, run, run_compactctl
+from sessionstore import SessionStore
+from sessionstore._database import open_database, resolve_url
+from tests.support.cli import assert_refused, db_state, run, run_compactctl, seed_work_session
 
 
 def test_no_arguments_shows_help() -> None:
@@ -53,13 +58,117 @@ def test_compactctl_maps_errors_the_same_way(uncompacted: str) -> None:
     assert_refused(result, 1, "compaction failed: InsufficientBudget")
 
 
-@pytest.mark.parametrize(
-    ("url", "reason"),
-    [
-        ("sqlite:////nonexistent-dir/x.db", "unable to open database file"),
-        ("postgresql://postgres@127.0.0.1:1/x", "connection refused"),
-    ],
-)
-def test_an_unreachable_database_is_one_message_and_exit_1(url: str, reason: str) -> None:
-    result = run("sessions", "list", "--url", url)
-    assert_refused(result, 1, "database unavailable:", reason, "sessionstore doctor")
+def test_an_unreachable_database_is_one_message_and_exit_1() -> None:
+    result = run("sessions", "list", "--url", "postgresql://postgres@127.0.0.1:1/x")
+    assert_refused(result, 1, "database unavailable:", "connection refused", "sessionstore doctor")
+
+
+READ_COMMANDS = [
+    "sessions list",
+    "sessions show s",
+    "sessions export s",
+    "events",
+    "query 'SELECT 1'",
+    "keys status",
+    "retention policy list",
+    "retention run --dry-run",
+    "compact s --dry-run",
+    "compact s --diff",
+    "archive list",
+    "archive show s",
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS)
+def test_a_mistyped_sqlite_path_is_exit_2_and_creates_nothing(tmp_path: Path, command: str) -> None:
+    typo = tmp_path / "typo" / "sesions.db"
+    result = run(*shlex.split(command), "--url", f"sqlite:///{typo}")
+    assert_refused(result, 2, f"no SQLite database at {typo}", "sessionstore migrate")
+    assert not typo.exists() and not typo.parent.exists()
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_version_and_short_help() -> None:
+    version = run("--version")
+    assert version.exit_code == 0 and version.output.startswith("sessionstore ")
+    short = run("sessions", "show", "-h")
+    assert short.exit_code == 0 and "--tail" in short.output
+    assert "<bool>" not in short.output
+
+
+def test_a_two_slash_sqlite_url_is_explained_in_one_line(tmp_path: Path) -> None:
+    result = run("sessions", "list", "--url", "sqlite://x.db")
+    assert_refused(result, 2, "sqlite:///x.db", "three slashes")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed entry point in a real process, output to a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "sessionstore.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def test_piped_output_is_neither_wrapped_nor_coloured(seeded: str, tmp_path: Path) -> None:
+    long_id = "session-" + "x" * 150
+    asyncio.run(_append(seeded, long_id))
+    listed = _cli("sessions", "list", "--url", seeded, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert any(long_id in line for line in listed.stdout.splitlines())
+    assert "\x1b[" not in listed.stdout
+    events = _cli("events", "--url", seeded, "--all", cwd=tmp_path)
+    lines = events.stdout.splitlines()
+    assert lines and all(line.split()[0].isdigit() for line in lines)  # one event per line
+
+
+def test_a_closed_pipe_ends_quietly(seeded: str, tmp_path: Path) -> None:
+    asyncio.run(_append(seeded, "many", count=3_000))
+    shell = (
+        f"{shlex.quote(sys.executable)} -m sessionstore.cli sessions show many --history "
+        f"--url {shlex.quote(seeded)} | head -1"
+    )
+    completed = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == "" and len(completed.stdout.splitlines()) == 1
+
+
+async def _append(url: str, session_id: str, count: int = 1) -> None:
+    async with SessionStore(url) as store:
+        items = [{"role": "user", "content": f"line {n}"} for n in range(count)]
+        await store.append(session_id, items)
+
+
+def test_migrate_and_doctor_tell_a_newer_database_to_upgrade_sessionstore(
+    fresh_db_url: str,
+) -> None:
+    seed_work_session(fresh_db_url)
+    asyncio.run(_stamp(fresh_db_url, "f00d_future"))
+    migrate = run("migrate", "--url", fresh_db_url)
+    assert_refused(migrate, 2, "Upgrade sessionstore", "f00d_future")
+    assert "--revision" not in migrate.output
+    doctor = run("doctor", "--url", fresh_db_url)
+    assert doctor.exit_code == 1 and "upgrade sessionstore" in doctor.output
+    assert "run `sessionstore migrate`" not in doctor.output
+
+
+async def _stamp(url: str, revision: str) -> None:
+    """Set the revision below the store (a store would refuse the future one)."""
+    database = open_database(resolve_url(url))
+    try:
+        await database.write(
+            lambda conn: conn.execute(
+                sa.text("UPDATE alembic_version SET version_num = :r"), {"r": revision}
+            )
+        )
+    finally:
+        await database.dispose()

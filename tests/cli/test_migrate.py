@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from sessionstore.database import open_database, resolve_url
-from sessionstore.migrations import current_revision, head_revision
-from tests.cli.conftest import assert_refused, db_state, mentions, run
+from sessionstore._database import open_database, resolve_url
+from sessionstore._migrations import current_revision, head_revision
+from tests.support.cli import assert_refused, db_state, mentions, run
 
 
 def _revision(url: str) -> str | None:

@@ -8,12 +8,13 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from sessionstore.cli.query import _run, refusal
-from tests.cli.conftest import SECRET, assert_refused, db_state, run
+from sessionstore.cli._query import _run, refusal
+from tests.support.cli import SECRET, assert_refused, db_state, run
 
 TOOLS_OF_WORK = (
     "SELECT tool_name, count(*) AS n FROM messages WHERE session_id = 'work' "
@@ -24,7 +25,7 @@ TOOLS_OF_WORK = (
 def test_answers_a_select(seeded: str) -> None:
     result = run("query", TOOLS_OF_WORK, "--url", seeded, "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == [{"tool_name": "read_file", "n": 8}]
+    assert json.loads(result.stdout) == [{"tool_name": "read_file", "n": 8}]
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def test_refuses_writes_and_changes_nothing(seeded: str, sql: str, reason: str) 
     assert result.exit_code == 2 and "refused" in result.output
     assert_refused(result, 2, f"refused: {reason}")
     count = run("query", "SELECT count(*) AS n FROM messages", "--url", seeded, "--json")
-    assert json.loads(count.output)[0]["n"] > 0
+    assert json.loads(count.stdout)[0]["n"] > 0
     assert db_state(seeded) == before
 
 
@@ -64,6 +65,7 @@ def test_the_database_itself_refuses_a_disguised_write(seeded: str) -> None:
                 "(name, action, older_than_days) SELECT 'p', 'delete_events', 1",
                 True,
                 10,
+                30.0,
             )
         )
 
@@ -88,7 +90,7 @@ def test_the_table_output_counts_rows(seeded: str) -> None:
 def test_the_config_file_names_the_database(config_file: Path) -> None:
     result = run("query", TOOLS_OF_WORK, "--config", str(config_file), "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == [{"tool_name": "read_file", "n": 8}]
+    assert json.loads(result.stdout) == [{"tool_name": "read_file", "n": 8}]
 
 
 HOSTILE = "[/] [bold red]x[/] \x1b[31mred\x1b[0m [link=file:///etc]y[/link]"
@@ -184,3 +186,36 @@ def test_the_row_cap_stops_early_and_says_so(seeded: str) -> None:
     assert "stopped at --limit 3 rows" in result.stderr
     whole = run("query", "SELECT session_id FROM sessions", "--url", seeded, "--limit", "2")
     assert whole.exit_code == 0 and "--limit" not in whole.stderr
+
+
+def test_a_runaway_query_is_stopped_by_the_database(seeded: str) -> None:
+    endless = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    )
+    started = time.monotonic()
+    result = run("query", endless, "--timeout", "0.5", "--url", seeded)
+    assert_refused(result, 1, "timed out:", "longer than 0.5 s", "--timeout")
+    assert time.monotonic() - started < 20
+    again = run("query", "SELECT count(*) AS n FROM sessions", "--json", "--url", seeded)
+    assert again.exit_code == 0 and json.loads(again.stdout)[0]["n"] >= 1  # nothing left over
+
+
+@pytest.mark.parametrize(
+    ("pragma", "allowed"),
+    [
+        ("PRAGMA table_info(messages)", True),
+        ("pragma index_list('messages')", True),
+        ("PRAGMA user_version", True),
+        ("PRAGMA journal_mode = DELETE", False),
+        ("PRAGMA writable_schema", False),
+        ("PRAGMA table_info(messages); DROP TABLE messages", False),
+    ],
+)
+def test_only_read_only_pragmas_pass(pragma: str, allowed: bool) -> None:
+    assert (refusal(pragma) is None) is allowed
+
+
+def test_a_read_only_pragma_runs_on_sqlite(sqlite_seeded: str) -> None:
+    result = run("query", "PRAGMA table_info(sessions)", "--json", "--url", sqlite_seeded)
+    assert result.exit_code == 0, result.output
+    assert "session_id" in {row["name"] for row in json.loads(result.stdout)}

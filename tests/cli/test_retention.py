@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import assert_refused, db_state, run
+from tests.support.cli import assert_refused, db_state, run
 
 
 def _policy_set(url: str, *args: str) -> list[str]:
@@ -17,7 +18,7 @@ def _policy_set(url: str, *args: str) -> list[str]:
 def test_retention_policies_and_run_through_the_cli(uncompacted: str) -> None:
     made = run(*_policy_set(uncompacted, "events-1d", "--action", "delete_events", "--days", "1"))
     assert made.exit_code == 0, made.output
-    listed = json.loads(run("retention", "policy", "list", "--url", uncompacted, "--json").output)
+    listed = json.loads(run("retention", "policy", "list", "--url", uncompacted, "--json").stdout)
     assert listed == [
         {
             "name": "events-1d",
@@ -25,10 +26,11 @@ def test_retention_policies_and_run_through_the_cli(uncompacted: str) -> None:
             "older_than_days": 1,
             "keep_archives": True,
             "enabled": True,
+            "source": "database",
         }
     ]
     dry = run("retention", "run", "--dry-run", "--json", "--url", uncompacted)
-    assert json.loads(dry.output) == {"dry_run": True, "counts": {"events-1d": 0}}
+    assert json.loads(dry.stdout) == {"dry_run": True, "counts": {"events-1d": 0}}
     gone = run("retention", "policy", "delete", "missing", "--url", uncompacted)
     assert gone.exit_code == 1 and "no policy named 'missing'" in gone.output
 
@@ -70,7 +72,7 @@ def test_deleting_a_missing_policy_keeps_the_others(seeded: str) -> None:
     run(*_policy_set(seeded, "keep-me", "--action", "delete_events", "--days", "9"))
     gone = run("retention", "policy", "delete", "missing", "--url", seeded)
     assert_refused(gone, 1, "no policy named 'missing'")
-    names = json.loads(run("retention", "policy", "list", "--url", seeded, "--json").output)
+    names = json.loads(run("retention", "policy", "list", "--url", seeded, "--json").stdout)
     assert [policy["name"] for policy in names] == ["keep-me"]
 
 
@@ -89,6 +91,31 @@ def test_policies_go_to_the_config_files_database(seeded: str, config_file: Path
     )
     assert made.exit_code == 0, made.output
     listed = run("retention", "policy", "list", "--url", seeded, "--json")
-    assert [policy["name"] for policy in json.loads(listed.output)] == ["p"]
+    assert [policy["name"] for policy in json.loads(listed.stdout)] == ["p"]
     counted = run("retention", "run", "--dry-run", "--json", "--config", str(config_file))
-    assert json.loads(counted.output) == {"dry_run": True, "counts": {"p": 0}}
+    assert json.loads(counted.stdout) == {"dry_run": True, "counts": {"p": 0}}
+
+
+def test_the_config_files_policies_are_listed_and_applied(
+    uncompacted: str, write_config: Callable[..., Path]
+) -> None:
+    stored = run(*_policy_set(uncompacted, "events-1d", "--action", "delete_events", "--days", "9"))
+    assert stored.exit_code == 0, stored.output
+    config = write_config(
+        uncompacted,
+        retention={
+            "policies": [
+                {"name": "events-1d", "action": "delete_events", "older_than_days": 1},
+                {"name": "idle-30d", "action": "delete_idle_sessions", "older_than_days": 30},
+            ]
+        },
+    )
+    listed = json.loads(
+        run("retention", "policy", "list", "--config", str(config), "--json").stdout
+    )
+    assert [(p["name"], p["older_than_days"], p["source"]) for p in listed] == [
+        ("events-1d", 1, "config"),
+        ("idle-30d", 30, "config"),
+    ]
+    dry = run("retention", "run", "--dry-run", "--config", str(config), "--json")
+    assert json.loads(dry.stdout)["counts"] == {"events-1d": 0, "idle-30d": 0}

@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessionstore import SessionStore
-from tests.cli.conftest import EXTRA_PATTERN, SECRET, assert_refused, db_state, run
+from tests.support.cli import EXTRA_PATTERN, NO_KEYS, SECRET, assert_refused, db_state, run
 
 
 def test_list_reports_every_session(seeded: str) -> None:
-    listed = json.loads(run("sessions", "list", "--url", seeded, "--json").output)
+    listed = json.loads(run("sessions", "list", "--url", seeded, "--json").stdout)
     by_id = {row["session_id"]: row for row in listed}
     assert set(by_id) == {"work", "other"}
     assert by_id["work"]["compactions"] == 1 and by_id["other"]["items"] == 1
@@ -35,7 +36,7 @@ def test_export_is_redacted_unless_asked(seeded: str, tmp_path: Path) -> None:
 
 
 def test_show_and_history(seeded: str) -> None:
-    active = json.loads(run("sessions", "show", "work", "--url", seeded, "--json").output)
+    active = json.loads(run("sessions", "show", "work", "--url", seeded, "--json").stdout)
     history = json.loads(
         run("sessions", "show", "work", "--url", seeded, "--json", "--history").output
     )
@@ -79,15 +80,15 @@ def test_export_to_an_unwritable_path_says_so(seeded: str, tmp_path: Path) -> No
 def test_the_config_file_names_the_database(config_file: Path) -> None:
     result = run("sessions", "list", "--config", str(config_file), "--json")
     assert result.exit_code == 0, result.output
-    assert {row["session_id"] for row in json.loads(result.output)} == {"work", "other"}
+    assert {row["session_id"] for row in json.loads(result.stdout)} == {"work", "other"}
 
 
 def test_the_config_files_extra_pattern_redacts_show(seeded: str, config_file: Path) -> None:
     plain = run("sessions", "show", "other", "--url", seeded, "--json")
-    assert json.loads(plain.output)[0]["item"]["content"] == EXTRA_PATTERN
+    assert json.loads(plain.stdout)[0]["item"]["content"] == EXTRA_PATTERN
     shown = run("sessions", "show", "other", "--config", str(config_file), "--json")
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.output)[0]["item"]["content"] == "<REDACTED>"
+    assert json.loads(shown.stdout)[0]["item"]["content"] == "<REDACTED>"
 
 
 def test_url_beats_the_config_files_database(
@@ -97,7 +98,7 @@ def test_url_beats_the_config_files_database(
     config = write_config(f"sqlite:///{elsewhere}")
     result = run("sessions", "list", "--config", str(config), "--url", seeded, "--json")
     assert result.exit_code == 0, result.output
-    assert {row["session_id"] for row in json.loads(result.output)} == {"work", "other"}
+    assert {row["session_id"] for row in json.loads(result.stdout)} == {"work", "other"}
     assert not elsewhere.exists()
 
 
@@ -113,3 +114,50 @@ def test_export_is_exactly_the_context_the_model_sees(seeded: str) -> None:
     assert exported.exit_code == 0, exported.output
     lines = [json.loads(line) for line in exported.stdout.splitlines() if line.startswith("{")]
     assert lines == expected
+
+
+def test_show_takes_a_seq_range_a_limit_and_a_tail(seeded: str) -> None:
+    history = json.loads(
+        run("sessions", "show", "work", "--history", "--json", "--url", seeded).stdout
+    )
+    seqs = [row["seq"] for row in history]
+    tail = json.loads(
+        run(
+            "sessions", "show", "work", "--history", "--json", "--tail", "3", "--url", seeded
+        ).stdout
+    )
+    assert [row["seq"] for row in tail] == seqs[-3:]
+    ranged = run(
+        "sessions", "show", "work", "--history", "--json", "--seq", "2..4", "--url", seeded
+    )
+    assert [row["seq"] for row in json.loads(ranged.stdout)] == [2, 3, 4]
+    assert f"3 of {len(seqs)} rows shown" in ranged.output
+    first = json.loads(
+        run(
+            "sessions", "show", "work", "--history", "--json", "--limit", "2", "--url", seeded
+        ).stdout
+    )
+    assert [row["seq"] for row in first] == seqs[:2]
+    assert_refused(run("sessions", "show", "work", "--seq", "4-2", "--url", seeded), 2, "10..20")
+
+
+def test_json_timestamps_are_iso_8601_with_a_zone(seeded: str) -> None:
+    listed = json.loads(run("sessions", "list", "--json", "--url", seeded).stdout)
+    shown = json.loads(run("sessions", "show", "work", "--json", "--url", seeded).stdout)
+    for stamp in [row["updated_at"] for row in listed] + [row["created_at"] for row in shown]:
+        assert datetime.fromisoformat(stamp).utcoffset() is not None, stamp
+        assert "T" in stamp
+
+
+def test_delete_removes_the_session_and_keeps_its_archives_readable(seeded: str) -> None:
+    refused = run("sessions", "delete", "work", "--url", seeded, input="n\n")
+    assert refused.exit_code == 1 and "nothing was deleted" in refused.output
+    deleted = run("sessions", "delete", "work", "--yes", "--url", seeded)
+    assert deleted.exit_code == 0 and "deleted session 'work'" in deleted.output
+    assert "work" not in run("sessions", "list", "--url", seeded).stdout
+    archives = run("archive", "show", "work", "--json", "--url", seeded, env=NO_KEYS)
+    assert archives.exit_code == 0, archives.output
+    assert len(archives.stdout.splitlines()) > 0
+    listed = json.loads(run("archive", "list", "work", "--json", "--url", seeded).stdout)
+    assert listed and all(row["session_id"] == "work" for row in listed)
+    assert_refused(run("sessions", "delete", "work", "--yes", "--url", seeded), 1, "no session")

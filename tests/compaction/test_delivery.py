@@ -10,14 +10,14 @@ import sqlalchemy as sa
 from agents.tracing import TracingProcessor, set_trace_processors, set_tracing_disabled, trace
 
 from sessionstore import SessionStore
+from sessionstore._events import Event
+from sessionstore._schema import events
 from sessionstore.adapters.agents_sdk import watch_runs
-from sessionstore.archive.filesystem import FilesystemSink
-from sessionstore.archive.sinks import ArchiveDelivery
+from sessionstore.archive._filesystem import FilesystemSink
+from sessionstore.archive._sinks import ArchiveDelivery
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.events import Event
-from sessionstore.exporters.bus import EventBus
-from sessionstore.exporters.callback import CallbackExporter
-from sessionstore.schema import events
+from sessionstore.exporters._bus import EventBus
+from sessionstore.exporters._callback import CallbackExporter
 from tests.support.histories import coding_session
 
 SECRET = "password: hunter2-Sup3r"
@@ -34,7 +34,7 @@ async def test_filesystem_sink_gets_a_redacted_copy(sqlite_url: str, tmp_path: P
     async with SessionStore(sqlite_url) as store:
         manager = CompactionManager(
             CompactionConfig(
-                storage=store, policy=CompactionPolicy(keep_recent_turns=2), sinks=[sink]
+                store=store, policy=CompactionPolicy(keep_recent_turns=2), sinks=[sink]
             )
         )
         await manager.append("s", history())
@@ -66,7 +66,7 @@ class BrokenSink:
 
 async def test_a_failing_sink_is_recorded_not_fatal(sqlite_url: str) -> None:
     async with SessionStore(sqlite_url) as store:
-        manager = CompactionManager(CompactionConfig(storage=store, sinks=[BrokenSink()]))
+        manager = CompactionManager(CompactionConfig(store=store, sinks=[BrokenSink()]))
         await manager.append("s", coding_session(10))
         outcome = await manager.compact("s")
         assert outcome.compacted
@@ -84,7 +84,7 @@ async def test_exporters_receive_every_compaction_event(sqlite_url: str) -> None
     received: list[dict[str, Any]] = []
     with EventBus([CallbackExporter(received.append)]) as bus:
         async with SessionStore(sqlite_url, publisher=bus) as store:
-            manager = CompactionManager(CompactionConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(store=store))
             await manager.append("s", history())
             await manager.compact("s")
         assert bus.flush(5.0)
@@ -118,7 +118,7 @@ async def test_compaction_appears_in_the_sdk_trace(sqlite_url: str) -> None:
     set_tracing_disabled(False)
     try:
         async with SessionStore(sqlite_url) as store:
-            manager = CompactionManager(CompactionConfig(storage=store))
+            manager = CompactionManager(CompactionConfig(store=store))
             watch_runs(manager)  # what SQLSession and input_filter subscribe for SDK runs
             await manager.append("s", coding_session(10))
             with trace("agent run"):

@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction.extractive import NO_CONTEXT, ExtractiveSummarizer
-from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.summarizer import Summarizer, SummaryRequest
-from sessionstore.tokens import HeuristicEstimator, estimator_for_model
+from sessionstore._tokens import HeuristicEstimator, estimator_for_model
+from sessionstore.compaction._extractive import NO_CONTEXT, ExtractiveSummarizer
+from sessionstore.compaction._prompts import BUILTIN_STRATEGIES
+from sessionstore.compaction._summarizer import Summarizer, SummaryRequest
+from tests.support.histories import message, user
 
 GOLDEN = Path(__file__).parent / "golden"
 STRATEGIES = tuple(BUILTIN_STRATEGIES)
@@ -47,46 +48,38 @@ def latest_request(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": text}
-
-
 # ---------------------------------------------------------------- golden summaries
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_golden_summary_of_the_coding_session(strategy: str, coding_session: Items) -> None:
-    text = summarize(coding_session, strategy)
-    path = GOLDEN / f"coding_session.{strategy}.txt"
+def test_golden_summary_of_the_coding_session(strategy: str, login_session: Items) -> None:
+    text = summarize(login_session, strategy)
+    path = GOLDEN / f"login_session.{strategy}.txt"
     if os.environ.get("SESSIONSTORE_UPDATE_GOLDEN") == "1":
         path.write_text(text + "\n", encoding="utf-8")
     assert text + "\n" == path.read_text(encoding="utf-8")
 
 
-async def test_summarize_reports_its_tokens_and_is_a_summarizer(coding_session: Items) -> None:
+async def test_summarize_reports_its_tokens_and_is_a_summarizer(login_session: Items) -> None:
     assert isinstance(SUMMARIZER, Summarizer)
     assert (SUMMARIZER.name, SUMMARIZER.input_window) == ("extractive", None)
-    result = await SUMMARIZER.summarize(SummaryRequest(coding_session, None, "brief", "", 2000))
-    assert result.text == summarize(coding_session, "brief")
+    result = await SUMMARIZER.summarize(SummaryRequest(login_session, None, "brief", "", 2000))
+    assert result.text == summarize(login_session, "brief")
     assert result.output_tokens == ESTIMATOR.count_text(result.text)
 
 
-def test_same_input_gives_the_same_summary(coding_session: Items) -> None:
+def test_same_input_gives_the_same_summary(login_session: Items) -> None:
     fresh = ExtractiveSummarizer(estimator_for_model("gpt-4o"))
     for strategy in STRATEGIES:
-        request = SummaryRequest(coding_session, "## Goals\n- ship", strategy, "", 500)
+        request = SummaryRequest(login_session, "## Goals\n- ship", strategy, "", 500)
         assert SUMMARIZER.render(request) == SUMMARIZER.render(request) == fresh.render(request)
 
 
 # ---------------------------------------------------------------- formats
 
 
-def test_task_state_sections_come_in_order(coding_session: Items) -> None:
-    headings = re.findall(r"^## (.+)$", summarize(coding_session), re.MULTILINE)
+def test_task_state_sections_come_in_order(login_session: Items) -> None:
+    headings = re.findall(r"^## (.+)$", summarize(login_session), re.MULTILINE)
     assert headings == [
         "Goals",
         "Entities",
@@ -101,8 +94,8 @@ def test_task_state_sections_come_in_order(coding_session: Items) -> None:
     ]
 
 
-def test_decision_log_is_a_chronological_ledger(coding_session: Items) -> None:
-    text = summarize(coding_session, "decision_log")
+def test_decision_log_is_a_chronological_ledger(login_session: Items) -> None:
+    text = summarize(login_session, "decision_log")
     ledger = re.findall(r"^\[S(\d+)\] (.+?) :: (.+?) :: (.+?) :: (.+)$", text, re.MULTILINE)
     assert [int(step) for step, *_ in ledger] == list(range(1, len(ledger) + 1))
     decisions = [decision for _, decision, *_ in ledger]
@@ -114,15 +107,15 @@ def test_decision_log_is_a_chronological_ledger(coding_session: Items) -> None:
     ]
 
 
-def test_code_delta_lists_changes_per_file(coding_session: Items) -> None:
-    text = summarize(coding_session, "code_delta")
+def test_code_delta_lists_changes_per_file(login_session: Items) -> None:
+    text = summarize(login_session, "code_delta")
     changes = text.split("## Code changes\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert all(re.match(r"^- [\w./-]+\.py: \S", line) for line in changes)
     assert "- src/auth/views.py: apply_patch -> Patched src/auth/views.py" in changes
 
 
-def test_brief_is_tagged_bullets_and_refs(coding_session: Items) -> None:
-    text = summarize(coding_session, "brief")
+def test_brief_is_tagged_bullets_and_refs(login_session: Items) -> None:
+    text = summarize(login_session, "brief")
     brief = text.split("## Brief\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert all(
         re.match(r"^- (Goal|Constraint|Decision|Change|Action|Preference): ", b) for b in brief
@@ -131,17 +124,17 @@ def test_brief_is_tagged_bullets_and_refs(coding_session: Items) -> None:
     assert "## Tool results" not in text
 
 
-def test_step_and_requirements_ledgers_number_their_entries(coding_session: Items) -> None:
-    steps = summarize(coding_session, "step_ledger")
+def test_step_and_requirements_ledgers_number_their_entries(login_session: Items) -> None:
+    steps = summarize(login_session, "step_ledger")
     assert re.search(r"^\[S1\] Tool: grep ", steps, re.MULTILINE)
     assert "] Change: src/auth/ratelimit.py: " in steps
-    requirements = summarize(coding_session, "requirements_ledger")
+    requirements = summarize(login_session, "requirements_ledger")
     assert re.search(r"^\[R1\] Goal: The goal is to stop credential-stuffing", requirements, re.M)
     assert re.search(r"^\[R\d\] Constraint: Never log raw passwords", requirements, re.MULTILINE)
 
 
-def test_unknown_strategies_use_the_task_state_layout(coding_session: Items) -> None:
-    assert summarize(coding_session, "my_custom") == summarize(coding_session, "task_state")
+def test_unknown_strategies_use_the_task_state_layout(login_session: Items) -> None:
+    assert summarize(login_session, "my_custom") == summarize(login_session, "task_state")
 
 
 def test_chat_completions_sessions_are_read_alike() -> None:
@@ -166,23 +159,23 @@ def test_chat_completions_sessions_are_read_alike() -> None:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_a_summary_fed_back_as_prior_is_unchanged(strategy: str, coding_session: Items) -> None:
-    first = summarize(coding_session, strategy)
+def test_a_summary_fed_back_as_prior_is_unchanged(strategy: str, login_session: Items) -> None:
+    first = summarize(login_session, strategy)
     assert summarize([], strategy, prior=first) == first
     assert summarize([], strategy, prior=f"<COMPACT-SUMMARY v3> {first}") == first
 
 
-def test_the_previous_latest_request_becomes_history(coding_session: Items) -> None:
-    first = summarize(coding_session)
+def test_the_previous_latest_request_becomes_history(login_session: Items) -> None:
+    first = summarize(login_session)
     second = summarize([user("Ship it now.")], prior=first)
     assert latest_request(second) == "Ship it now."
     assert "- Next, add the fakeredis fixture to tests/conftest.py" in second
     assert re.search(r"^- files: .*tests/conftest\.py", second, re.MULTILINE)
 
 
-def test_summaries_found_among_the_items_are_merged(coding_session: Items) -> None:
-    earlier = summarize(coding_session)
-    text = summarize([assistant(f"<COMPACT-SUMMARY v2>\n{earlier}"), user("Continue.")])
+def test_summaries_found_among_the_items_are_merged(login_session: Items) -> None:
+    earlier = summarize(login_session)
+    text = summarize([message("assistant", f"<COMPACT-SUMMARY v2>\n{earlier}"), user("Continue.")])
     assert "- Never log raw passwords or full IP addresses because of GDPR" in text
     assert latest_request(text) == "Continue."
 
@@ -239,7 +232,7 @@ def _round(number: int, planted: list[tuple[str, str]], rng: random.Random) -> I
         )
         noise = "\n".join(f"line {n} of a long log" for n in range(40))
         items.append({"type": "function_call_output", "call_id": call_id, "output": noise})
-        items.append(assistant(rng.choice(FILLER)))
+        items.append(message("assistant", rng.choice(FILLER)))
     items.append(user(f"Round {number}: keep going."))
     return items
 
@@ -285,17 +278,19 @@ def test_common_phrasings_are_filed_where_they_belong(sentence: str, title: str)
 
 def test_a_reason_in_the_next_sentence_stays_with_what_it_explains() -> None:
     said = "We'll use SQS FIFO queues instead of Kafka. Reason: ordering per customer matters."
-    kafka = summarize([assistant(said), user("Go on.")])
+    kafka = summarize([message("assistant", said), user("Go on.")])
     assert f"- {said}" in section(kafka, "Decisions")
-    ledger = summarize([assistant(said), user("Go on.")], "decision_log")
+    ledger = summarize([message("assistant", said), user("Go on.")], "decision_log")
     expected = "We'll use SQS FIFO queues instead of Kafka. :: Reason: ordering per customer"
     assert f"[S1] {expected} matters. :: - :: -" in ledger
     unfiled = "Redis it is. The reason is that ops already runs it."
-    assert f"- {unfiled}" in section(summarize([assistant(unfiled), user("Go.")]), "Decisions")
+    assert f"- {unfiled}" in section(
+        summarize([message("assistant", unfiled), user("Go.")]), "Decisions"
+    )
 
 
 def test_a_carried_ledger_entry_is_not_repeated_when_restated() -> None:
-    said = assistant("We decided on pgvector because it avoids a second datastore.")
+    said = message("assistant", "We decided on pgvector because it avoids a second datastore.")
     first = summarize(
         [user("Which store should hold the embeddings?"), said, user("Go.")], "decision_log"
     )
@@ -330,7 +325,7 @@ def test_a_markdown_file_under_docs_is_a_file_not_a_branch() -> None:
 
 def test_ids_and_branches_outlive_file_names_when_the_budget_is_tight() -> None:
     items = [user("Ticket PAY-123 is on branch feature/rate-limit-7.")]
-    items += [assistant(f"Looked at src/app/module_{n}.py.") for n in range(30)]
+    items += [message("assistant", f"Looked at src/app/module_{n}.py.") for n in range(30)]
     items.append(user("Go."))
     floor = (
         "## Entities\n- ids: PAY-123\n- branches: feature/rate-limit-7\n\n## Latest request\nGo."
@@ -342,8 +337,8 @@ def test_ids_and_branches_outlive_file_names_when_the_budget_is_tight() -> None:
     assert "src/app/module_0.py" not in text  # the oldest file name went first
 
 
-def test_keep_keys_are_pinned_verbatim(coding_session: Items) -> None:
-    text = summarize(coding_session, keep=("Owner: Ana  Souza", "Budget 40h"))
+def test_keep_keys_are_pinned_verbatim(login_session: Items) -> None:
+    text = summarize(login_session, keep=("Owner: Ana  Souza", "Budget 40h"))
     assert text.startswith("## Pinned facts\n- Owner: Ana Souza\n- Budget 40h\n\n## Goals")
 
 
@@ -351,11 +346,11 @@ def test_keep_keys_are_pinned_verbatim(coding_session: Items) -> None:
 
 
 def test_tight_budgets_drop_tool_chatter_and_notes_before_constraints(
-    coding_session: Items,
+    login_session: Items,
 ) -> None:
-    full = summarize(coding_session)
+    full = summarize(login_session)
     budget = ESTIMATOR.count_text(full) - 150
-    text = summarize(coding_session, max_tokens=budget)
+    text = summarize(login_session, max_tokens=budget)
     assert ESTIMATOR.count_text(text) <= budget
     assert "## Tool results" not in text
     for kept in ("## Constraints", "## Decisions", "## Goals", "## Latest request"):
@@ -393,7 +388,7 @@ def support_session(orders: list[int]) -> Items:
                 "call_id": f"c{number}",
                 "output": json.dumps({"order_id": order, "status": "shipped"}),
             },
-            assistant(f"Order {order} has shipped."),
+            message("assistant", f"Order {order} has shipped."),
         ]
     return items
 
@@ -411,7 +406,9 @@ def test_a_support_session_names_every_order_and_its_outcome(strategy: str) -> N
 
 
 def test_templated_lines_collapse_into_one_line_with_their_range() -> None:
-    items = [assistant(f"Continue with step {step}: check item 17.") for step in range(1, 213)]
+    items = [
+        message("assistant", f"Continue with step {step}: check item 17.") for step in range(1, 213)
+    ]
     text = summarize(items, "brief")
     assert "Continue with step 1-212: check item 17. (212 times)" in text
     assert text.count("Continue with step") == 1
@@ -523,10 +520,10 @@ def test_a_summary_is_a_fixed_point_of_summarizing(items: Items, strategy: str) 
     assert summarize([], strategy, prior=first, max_tokens=100_000) == first
 
 
-def test_a_heuristic_estimator_is_respected_too(coding_session: Items) -> None:
+def test_a_heuristic_estimator_is_respected_too(login_session: Items) -> None:
     estimator = HeuristicEstimator(3.0)
     text = ExtractiveSummarizer(estimator).render(
-        SummaryRequest(coding_session, None, "task_state", "", 120)
+        SummaryRequest(login_session, None, "task_state", "", 120)
     )
     assert estimator.count_text(text) <= 120
     assert "## Latest request" in text
@@ -544,7 +541,10 @@ def test_routine_progress_is_evicted_before_the_facts_it_outnumbers() -> None:
         return [
             item
             for order in range(start, start + 200)
-            for item in (user(f"Look up order {order}."), assistant(f"Order {order} has shipped."))
+            for item in (
+                user(f"Look up order {order}."),
+                message("assistant", f"Order {order} has shipped."),
+            )
         ]
 
     prior = summarize([*facts, *routine(1000)], "brief")

@@ -13,11 +13,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.compaction.factsheet import carry_forward, is_kept, standing_facts
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.items import text_of
+from sessionstore._items import text_of
+from sessionstore.compaction._factsheet import carry_forward, is_kept, standing_facts
+from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.histories import turns
 from tests.support.openai_server import OpenAIServer, ok
 
@@ -94,7 +94,7 @@ async def test_an_llm_that_drops_facts_gets_them_back_every_round(
             CompactionConfig(
                 max_context_tokens=100_000,
                 policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
-                storage=store,
+                store=store,
                 summarizer=summarizer,
             )
         )

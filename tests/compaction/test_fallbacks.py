@@ -1,4 +1,4 @@
-"""Spec 002 failure modes end to end: the service, the real openai client, a real server.
+"""Documented failure modes end to end: the service, the real openai client, a real server.
 
 Each summarizer failure must end in a completed compaction (summary or
 prune-only) and a `compact.error` event naming what happened and the fallback.
@@ -13,12 +13,12 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.compaction.errors import CompactionError, CompactionErrorReason
-from sessionstore.compaction.openai_summarizer import OpenAISummarizer
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.items import answered_call, calls_in, text_of
+from sessionstore._errors import CompactionError, CompactionErrorReason
+from sessionstore._items import answered_call, calls_in, text_of
+from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore.compaction._policy import CompactionPolicy
+from sessionstore.compaction._prompts import BUILTIN_STRATEGIES
 from tests.support.histories import coding_session, turns
 from tests.support.openai_server import (
     OpenAIServer,
@@ -44,7 +44,7 @@ def manager_for(
         CompactionConfig(
             max_context_tokens=window,
             policy=CompactionPolicy(**{"keep_recent_turns": 2, "keep_tool_io_pairs": 1, **policy}),
-            storage=store,
+            store=store,
             summarizer=summarizer,
         )
     )
@@ -186,6 +186,53 @@ async def test_input_too_large_trims_the_oldest_and_retries(
         first, second = (r.body["messages"][1]["content"] for r in openai_server.requests)
         assert len(second) < len(first)
         assert second.rstrip()[-200:] == first.rstrip()[-200:]  # the newest items stayed
+
+
+async def test_a_small_input_window_sends_only_the_newest_units_that_fit(
+    sqlite_url: str, openai_server: OpenAIServer
+) -> None:
+    openai_server.enqueue(ok("fits"))
+    async with SessionStore(sqlite_url) as store:
+        wide = manager_for(store, openai_server)
+        await wide.append("s", coding_session(12))
+        narrow = manager_for(store, openai_server)
+        narrow.summarizer = OpenAISummarizer(
+            "summarizer-mini", base_url=openai_server.base_url, timeout=0.5, input_window=600
+        )
+        outcome = await narrow.compact("s")
+        assert outcome.summary == "fits" and len(openai_server.requests) == 1
+        sent = openai_server.requests[0].body["messages"][1]["content"]
+        assert "step 9 done" in sent  # the newest summarized turn (two recent ones are kept)
+        assert "step 0:" not in sent
+        async with store.engine.connect() as conn:
+            (payload,) = (
+                await conn.execute(
+                    sa.text(
+                        "SELECT payload FROM events "
+                        "WHERE event = 'compact.summarizer_input_trimmed'"
+                    )
+                )
+            ).one()
+        fields = payload if isinstance(payload, dict) else json.loads(payload)
+        assert fields["input_window"] == 600 and fields["units_dropped"] > 0
+        assert await errors_of(store) == []
+
+
+async def test_keep_keys_reach_the_summarizer_and_the_summary(
+    sqlite_url: str, openai_server: OpenAIServer
+) -> None:
+    openai_server.enqueue(ok("Goal: ship."))
+    async with SessionStore(sqlite_url) as store:
+        keys = ("Project: Falcon-7 [billing]",)
+        online = manager_for(store, openai_server, keep_keys=keys)
+        await online.append("s", coding_session(10))
+        await online.compact("s")
+        prompt = openai_server.requests[0].body["messages"][1]["content"]
+        assert "Project: Falcon-7 [billing]" in prompt
+        offline = manager_for(store, keep_keys=keys)
+        await offline.append("t", coding_session(10))
+        outcome = await offline.compact("t")
+        assert outcome.summary is not None and "Project: Falcon-7 [billing]" in outcome.summary
 
 
 async def test_preflight_events_at_75_and_85_percent(sqlite_url: str) -> None:

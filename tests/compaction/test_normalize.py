@@ -3,49 +3,21 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction.normalize import (
+from sessionstore._items import answered_call, calls_in
+from sessionstore.compaction._normalize import (
     ABORTED_OUTPUT,
     NormalizeReport,
-    ensure_call_outputs_present,
     normalize,
-    remove_orphan_outputs,
 )
-from sessionstore.items import answered_call, calls_in
-
-Item = dict[str, Any]
-
-
-def user(text: str, **extra: Any) -> Item:
-    return {"role": "user", "content": text, **extra}
-
-
-def fcall(call_id: str, name: str = "shell") -> Item:
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
-
-
-def fout(call_id: str, output: str = "ok") -> Item:
-    return {"type": "function_call_output", "call_id": call_id, "output": output}
-
-
-def chat_call(*call_ids: str) -> Item:
-    calls = [
-        {"id": c, "type": "function", "function": {"name": "shell", "arguments": "{}"}}
-        for c in call_ids
-    ]
-    return {"role": "assistant", "content": None, "tool_calls": calls}
-
-
-def chat_out(call_id: str, content: str = "ok") -> Item:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
+from tests.support.histories import Item, call, chat_call, chat_out, output, user
 
 
 def aborted(call_id: str) -> Item:
-    return fout(call_id, ABORTED_OUTPUT)
+    return output(call_id, ABORTED_OUTPUT)
 
 
 # ----------------------------------------------------------------------------- scenarios
@@ -55,7 +27,7 @@ def test_interrupted_sdk_tool_call_gets_an_aborted_output_right_after_it() -> No
     history = [
         user("list the repo"),
         {"type": "reasoning", "id": "rs_1", "summary": []},
-        fcall("call_1"),
+        call("call_1"),
         # the process died here; the user came back later
         user("are you still there?"),
     ]
@@ -66,8 +38,8 @@ def test_interrupted_sdk_tool_call_gets_an_aborted_output_right_after_it() -> No
 
 
 def test_parallel_calls_keep_together_and_the_aborted_output_follows_existing_outputs() -> None:
-    history = [user("go"), fcall("a"), fcall("b"), fout("b"), user("next")]
-    assert ensure_call_outputs_present(history) == [*history[:4], aborted("a"), history[4]]
+    history = [user("go"), call("a"), call("b"), output("b"), user("next")]
+    assert normalize(history).items == [*history[:4], aborted("a"), history[4]]
 
 
 def test_synthetic_output_types_match_their_call_types() -> None:
@@ -76,7 +48,7 @@ def test_synthetic_output_types_match_their_call_types() -> None:
         {"type": "local_shell_call", "id": "ls", "call_id": "c2", "action": {}, "status": "done"},
         {"type": "apply_patch_call", "call_id": "c3", "operation": {}, "status": "completed"},
     ]
-    assert ensure_call_outputs_present(history)[3:] == [
+    assert normalize(history).items[3:] == [
         {"type": "custom_tool_call_output", "call_id": "c1", "output": ABORTED_OUTPUT},
         {"type": "local_shell_call_output", "call_id": "c2", "output": ABORTED_OUTPUT},
         {
@@ -104,7 +76,7 @@ def test_orphan_computer_call_is_dropped_because_no_screenshot_can_be_faked() ->
 
 def test_chat_missing_tool_message_goes_after_the_existing_ones() -> None:
     history = [user("go"), chat_call("a", "b"), chat_out("a"), user("next"), chat_call("c")]
-    assert ensure_call_outputs_present(history) == [
+    assert normalize(history).items == [
         *history[:3],
         {"role": "tool", "tool_call_id": "b", "content": ABORTED_OUTPUT},
         history[3],
@@ -116,20 +88,19 @@ def test_chat_missing_tool_message_goes_after_the_existing_ones() -> None:
 def test_orphan_output_from_a_half_compacted_history_is_dropped() -> None:
     history = [
         {"role": "developer", "content": "<COMPACT-SUMMARY v1> ran the tests"},
-        fout("call_compacted_away", "10 passed"),
+        output("call_compacted_away", "10 passed"),
         chat_out("chat_compacted_away"),
         user("thanks"),
     ]
     report = normalize(history)
     assert report.items == [history[0], history[3]]
     assert report.dropped_outputs == ("call_compacted_away", "chat_compacted_away")
-    assert remove_orphan_outputs(history) == report.items
 
 
 def test_output_before_its_call_and_a_duplicate_output_are_dropped() -> None:
-    history = [fout("a", "early"), fcall("a"), fout("a", "first"), fout("a", "again")]
+    history = [output("a", "early"), call("a"), output("a", "first"), output("a", "again")]
     report = normalize(history)
-    assert report.items == [fcall("a"), fout("a", "first")]
+    assert report.items == [call("a"), output("a", "first")]
     assert report.dropped_outputs == ("a", "a")
 
 
@@ -145,7 +116,7 @@ def test_meta_is_stripped_copy_on_write() -> None:
 
 
 def test_clean_history_is_reported_unchanged_and_shares_items() -> None:
-    history = [user("go"), fcall("a"), fout("a"), chat_call("b"), chat_out("b")]
+    history = [user("go"), call("a"), output("a"), chat_call("b"), chat_out("b")]
     report = normalize(history)
     assert report == NormalizeReport(items=history)
     assert all(new is old for new, old in zip(report.items, history, strict=True))
@@ -153,11 +124,9 @@ def test_clean_history_is_reported_unchanged_and_shares_items() -> None:
 
 
 def test_normalize_never_mutates_its_input() -> None:
-    history = [fout("x"), fcall("a"), user("u", meta={"protected": True}), chat_call("b")]
+    history = [output("x"), call("a"), user("u", meta={"protected": True}), chat_call("b")]
     snapshot = copy.deepcopy(history)
     normalize(history)
-    ensure_call_outputs_present(history)
-    remove_orphan_outputs(history)
     assert history == snapshot
 
 
@@ -256,13 +225,13 @@ def test_normalize_is_idempotent(history: list[Item]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(histories())
-def test_each_half_does_its_own_job(history: list[Item]) -> None:
-    without_orphans = remove_orphan_outputs(history)
-    for index, item in enumerate(without_orphans):
+def test_every_output_follows_its_call_and_every_call_is_answered(history: list[Item]) -> None:
+    repaired = normalize(history).items
+    for index, item in enumerate(repaired):
         answer = answered_call(item)
         if answer is not None:
-            assert answer in [c for other in without_orphans[:index] for c in calls_in(other)]
-    completed = ensure_call_outputs_present(history)
+            assert answer in [c for other in repaired[:index] for c in calls_in(other)]
+    completed = repaired
     for index, item in enumerate(completed):
         for call_id in calls_in(item):
             assert call_id in [answered_call(other) for other in completed[index + 1 :]]

@@ -11,18 +11,17 @@ from typing import Any
 import openai
 import pytest
 
-from sessionstore.compaction.openai_summarizer import PLACEHOLDER_API_KEY, OpenAISummarizer
-from sessionstore.compaction.prompts import build_messages, build_prompt, resolve_strategy
-from sessionstore.compaction.summarizer import (
-    Summarizer,
+from sessionstore._errors import (
     SummarizerError,
     SummarizerInputTooLargeError,
     SummarizerUnavailableError,
     SummaryRefusedError,
-    SummaryRequest,
     SummaryToolCallError,
     SummaryTooLongError,
 )
+from sessionstore.compaction._openai_summarizer import PLACEHOLDER_API_KEY, OpenAISummarizer
+from sessionstore.compaction._prompts import build_messages, build_prompt, resolve_strategy
+from sessionstore.compaction._summarizer import Summarizer, SummaryRequest
 from tests.support.openai_server import (
     Behaviour,
     OpenAIServer,

@@ -1,4 +1,4 @@
-"""Partitioning into layers (spec 002: Protected Memory, History Pruning, Memory Layers)."""
+"""Partitioning into layers (docs/COMPACTION.md, "What is kept: the layers")."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction.errors import CompactionError, CompactionErrorReason
-from sessionstore.compaction.partition import build_units, fit, partition
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.items import call_names_in, calls_in, describe
-from sessionstore.rows import StoredRow
-from sessionstore.tokens import estimator_for_model
+from sessionstore._errors import CompactionError, CompactionErrorReason
+from sessionstore._items import call_names_in, calls_in, describe
+from sessionstore._rows import StoredRow
+from sessionstore._tokens import estimator_for_model
+from sessionstore.compaction._partition import build_units, fit, partition
+from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.histories import assistant, call, output, turns, user
 
 ESTIMATOR = estimator_for_model("gpt-4o")

@@ -1,4 +1,4 @@
-"""Triggers and budgets (spec 002: Token Budget Monitoring, Compaction Trigger Thresholds)."""
+"""Triggers and budgets (docs/COMPACTION.md, "Triggers")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sessionstore.compaction.policy import CompactionPolicy, decide
+from sessionstore.compaction._policy import CompactionPolicy, decide
 
 
 def test_defaults_are_spec_002s() -> None:

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sessionstore.compaction.truncate import (
+from sessionstore._tokens import estimator_for_model
+from sessionstore.compaction._truncate import (
     TruncatedText,
     TruncationPolicy,
     truncate_text,
     truncate_tool_output,
 )
-from sessionstore.tokens import estimator_for_model
 
 EXACT = estimator_for_model("gpt-4o")
 BYTES = TruncationPolicy(mode="bytes", max_bytes=100)

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sessionstore.events import Event
+from sessionstore._events import Event
 from sessionstore.exporters import CallbackExporter, EventBus
-from sessionstore.exporters.ariadne import AriadneExporter, payload
-from tests.exporters.events import MODEL, SESSION, compaction, trigger_decision
+from sessionstore.exporters._ariadne import AriadneExporter, payload
+from tests.support.events import MODEL, SESSION, compaction, trigger_decision
 from tests.support.servers import AriadneIngest, Recorder, Sleeper, dead_url, serve
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.events import Event
+from sessionstore._events import Event
 from sessionstore.exporters import CallbackExporter, EventBus
 
 

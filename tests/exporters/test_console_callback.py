@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
-from sessionstore.events import Event
+from sessionstore._events import Event
 from sessionstore.exporters import CallbackExporter, ConsoleExporter
-from tests.exporters.events import SESSION, compaction, trigger_decision
+from tests.support.events import SESSION, compaction, trigger_decision
 
 
 def test_console_prints_one_line_per_event_with_key_fields() -> None:

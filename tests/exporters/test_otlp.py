@@ -8,8 +8,8 @@ import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from sessionstore.exporters import EventBus
-from sessionstore.exporters.otlp import OtlpExporter, flatten
-from tests.exporters.events import MODEL, SESSION, T0, compaction, trigger_decision
+from sessionstore.exporters._otlp import OtlpExporter, flatten
+from tests.support.events import MODEL, SESSION, T0, compaction, trigger_decision
 from tests.support.servers import OtlpReceiver, Recorder, dead_url, serve
 
 Primitive = str | bool | int | float

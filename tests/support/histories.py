@@ -38,8 +38,13 @@ def words(rng: random.Random, count: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(count))
 
 
-def user(text: str) -> Item:
-    return {"role": "user", "content": text}
+def user(text: str, **extra: Any) -> Item:
+    return {"role": "user", "content": text, **extra}
+
+
+def message(role: str, text: str) -> Item:
+    """A message whose content is a plain string (both APIs accept it)."""
+    return {"role": role, "content": text}
 
 
 def assistant(text: str) -> Item:
@@ -55,8 +60,22 @@ def call(call_id: str, name: str = "run_tool", **arguments: Any) -> Item:
     }
 
 
-def output(call_id: str, text: str) -> Item:
+def output(call_id: str, text: str = "ok") -> Item:
     return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def chat_call(*call_ids: str, name: str = "shell") -> Item:
+    """A Chat Completions assistant message calling tools (`tool_calls`)."""
+    calls = [
+        {"id": c, "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for c in call_ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def chat_out(call_id: str, content: str = "ok") -> Item:
+    """A Chat Completions tool message answering `call_id`."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 def turns(count: int, *, seed: int = 0, size: int = 30, tools_every: int = 0) -> list[Item]:

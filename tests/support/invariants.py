@@ -13,11 +13,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore.archive.reader import read_archives
-from sessionstore.archive_sealing import OpenedArchive
-from sessionstore.items import answered_call, calls_in, text_of
-from sessionstore.rows import StoredRow, visible_rows
-from sessionstore.schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_members, compactions
+from sessionstore._archive_sealing import OpenedArchive
+from sessionstore._items import answered_call, calls_in, text_of
+from sessionstore._rows import StoredRow, visible_rows
+from sessionstore._schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_members, compactions
+from sessionstore.archive._reader import read_archives
 
 Item = Mapping[str, Any]
 SUMMARY_MARK = "<COMPACT-SUMMARY v"

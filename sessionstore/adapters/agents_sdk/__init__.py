@@ -10,10 +10,10 @@
   subscribe it for you).
 """
 
-from .input_filter import input_filter, tool_schemas
-from .observer import watch_runs
-from .overflow import MAX_OVERFLOW_RETRIES, run_with_overflow_recovery
-from .session import SQLSession
+from ._input_filter import input_filter, tool_schemas
+from ._observer import watch_runs
+from ._overflow import MAX_OVERFLOW_RETRIES, run_with_overflow_recovery
+from ._session import SQLSession
 
 __all__ = [
     "MAX_OVERFLOW_RETRIES",

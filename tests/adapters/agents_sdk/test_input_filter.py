@@ -19,11 +19,11 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 from agents.testing.model import ModelCall
 
 from sessionstore import SessionStore, SQLSession
+from sessionstore._items import text_of
+from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
-from sessionstore.compaction.policy import CompactionPolicy
-from sessionstore.compaction.service import CompactionConfig, CompactionManager
-from sessionstore.items import text_of
-from sessionstore.tokens import estimator_for_model
+from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.histories import turns, words
 
 ESTIMATOR = estimator_for_model("gpt-4o")
@@ -96,7 +96,7 @@ def manager_for(store: SessionStore, **policy: Any) -> CompactionManager:
                     **policy,
                 }
             ),
-            storage=store,
+            store=store,
         )
     )
 

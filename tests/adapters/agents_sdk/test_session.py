@@ -203,7 +203,7 @@ async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
     from agents.memory.session import is_openai_responses_compaction_aware_session
 
     from sessionstore.compaction import CompactionConfig, CompactionManager
-    from sessionstore.compaction.policy import CompactionPolicy
+    from sessionstore.compaction._policy import CompactionPolicy
 
     class Recording(SQLSession):
         calls: ClassVar[list[Any]] = []
@@ -214,7 +214,7 @@ async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
 
     async with SessionStore(db_url, create_tables=True) as store:
         policy = CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0)
-        manager = CompactionManager(CompactionConfig(storage=store, policy=policy))
+        manager = CompactionManager(CompactionConfig(store=store, policy=policy))
         session = Recording("rc", store, manager=manager)
         assert is_openai_responses_compaction_aware_session(session)
         outputs, _ = await run_three_turns(session)

@@ -1,0 +1,126 @@
+"""Archive rows, sealed: compress, then envelope-encrypt, bound to where the row belongs.
+
+The associated data binds each archive's ciphertext to its table, session,
+compaction and seq range, so a row copied to another session or edited in place
+fails to open instead of returning someone else's data. Without a keyring the
+body is stored compressed but plain (format 0); the store warns about that once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._archive_codec import COMPRESSION, PLAIN_FORMAT, ArchiveBody, decode_archive
+from ._crypto import ENVELOPE_V1, Keyring, Sealed, open_sealed, seal
+from ._errors import SealedDataError
+
+
+def archive_context(
+    session_id: str, compaction_id: int | None, from_seq: int, to_seq: int
+) -> dict[str, str]:
+    """What an archive's ciphertext is bound to."""
+    return {
+        "table": "archives",
+        "session_id": session_id,
+        "compaction_id": "none" if compaction_id is None else str(compaction_id),
+        "from_seq": str(from_seq),
+        "to_seq": str(to_seq),
+    }
+
+
+def archive_columns(
+    body: ArchiveBody,
+    *,
+    session_id: str,
+    compaction_id: int | None,
+    keyring: Keyring | None,
+) -> dict[str, Any]:
+    """Column values for an `archives` insert: sealed when a keyring is configured."""
+    columns: dict[str, Any] = {
+        "session_id": session_id,
+        "compaction_id": compaction_id,
+        "from_seq": body.from_seq,
+        "to_seq": body.to_seq,
+        "item_count": body.item_count,
+        "compression": COMPRESSION,
+        "content_sha256": body.content_sha256,
+    }
+    if keyring is None:
+        return {**columns, "format_version": PLAIN_FORMAT, "body": body.body}
+    context = archive_context(session_id, compaction_id, body.from_seq, body.to_seq)
+    sealed = seal(body.body, keyring, context)
+    return {
+        **columns,
+        "format_version": sealed.format_version,
+        "kek_id": sealed.kek_id,
+        "wrapped_key": sealed.wrapped_key,
+        "nonce": sealed.nonce,
+        "body": sealed.ciphertext,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedArchive:
+    """An archive row with its records decrypted and verified."""
+
+    archive_id: int
+    session_id: str
+    compaction_id: int | None
+    reason: str
+    from_seq: int
+    to_seq: int
+    kek_id: str | None
+    records: list[dict[str, Any]]
+
+
+def sealed_of(row: Mapping[str, Any]) -> Sealed:
+    """The envelope fields of a sealed archive row."""
+    return Sealed(
+        format_version=row["format_version"],
+        kek_id=row["kek_id"] or "",
+        wrapped_key=bytes(row["wrapped_key"] or b""),
+        nonce=bytes(row["nonce"] or b""),
+        ciphertext=bytes(row["body"]),
+    )
+
+
+def label_of(row: Mapping[str, Any]) -> str:
+    """How errors name an archive row."""
+    return f"archive {row['id']} of session {row['session_id']!r}"
+
+
+def open_archive(row: Mapping[str, Any], keyring: Keyring | None) -> OpenedArchive:
+    """Decrypt (if sealed), decompress and verify one archive row; never wrong data."""
+    label = label_of(row)
+    if row["format_version"] == PLAIN_FORMAT:
+        compressed = bytes(row["body"])
+    elif row["format_version"] == ENVELOPE_V1:
+        if keyring is None:
+            raise SealedDataError(
+                label,
+                f"it is encrypted under key {row['kek_id']!r} but no keyring is configured "
+                "(set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE)",
+            )
+        context = archive_context(
+            row["session_id"], row["compaction_id"], row["from_seq"], row["to_seq"]
+        )
+        compressed = open_sealed(sealed_of(row), keyring, context, label=label)
+    else:
+        raise SealedDataError(label, f"unknown archive format version {row['format_version']}")
+    try:
+        records = decode_archive(compressed, row["content_sha256"])
+    except (zlib.error, ValueError) as exc:
+        raise SealedDataError(label, f"its content is corrupt ({exc})") from None
+    return OpenedArchive(
+        archive_id=row["id"],
+        session_id=row["session_id"],
+        compaction_id=row["compaction_id"],
+        reason=row["reason"],
+        from_seq=row["from_seq"],
+        to_seq=row["to_seq"],
+        kek_id=row["kek_id"],
+        records=records,
+    )

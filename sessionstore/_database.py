@@ -1,0 +1,646 @@
+"""Where transactions run: URL resolution and one runner per backend.
+
+Every store operation is a plain function over a SQLAlchemy `Connection`, run as
+one transaction. On SQLite it runs in a worker thread in a single hop (a
+dedicated writer thread serializes writers in-process, BEGIN IMMEDIATE and the
+busy timeout serialize them across processes). On PostgreSQL the same function
+drives asyncpg through SQLAlchemy's `run_sync`, with row locks per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, Protocol, TypeVar
+
+import asyncpg
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from ._driver_errors import is_connection_lost, translate
+from ._errors import (
+    DatabaseNotFoundError,
+    ReadOnlyStoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+    UnsupportedURLError,
+)
+from ._group_commit import GroupCommit
+from ._hot_path import (
+    PG_ACTIVE_SQL,
+    PG_APPEND_SQL,
+    pg_append_args,
+    sqlite_active_rows,
+    sqlite_append,
+)
+from ._loops import PerLoop
+from ._rows import Batch
+
+DEFAULT_URL: Final = "sqlite:///sessionstore.db"
+URL_ENV: Final = "SESSIONSTORE_URL"
+# Execution option naming how a SQLite transaction begins: "IMMEDIATE" takes the
+# write lock up front (no read->write upgrade deadlocks), "DEFERRED" is a plain
+# snapshot, None runs each statement on its own (single-statement reads).
+SQLITE_BEGIN: Final = "sqlite_begin"
+_SQLITE_READERS: Final = 4
+# Every wait inside the store (a pool checkout, a statement, a lock) ends by this default.
+DEFAULT_TIMEOUT_S: Final = 60.0
+
+_SQLITE_DRIVERS: Final = {"sqlite", "sqlite+aiosqlite", "sqlite+pysqlite"}
+_POSTGRES_DRIVERS: Final = {
+    "postgres",
+    "postgresql",
+    "postgresql+asyncpg",
+    "postgresql+psycopg",
+    "postgresql+psycopg2",
+}
+_SUPPORTED: Final = (
+    "sqlite:///path/to/file.db (embedded default) or "
+    "postgresql+asyncpg://user:password@host:5432/dbname"
+)
+
+_T = TypeVar("_T")
+
+
+def resolve_url(url: str | URL | None = None) -> URL:
+    """Pick the URL (argument, then $SESSIONSTORE_URL, then ./sessionstore.db), normalized."""
+    raw = url if url is not None else os.environ.get(URL_ENV) or DEFAULT_URL
+    try:
+        parsed = make_url(raw)
+    except ArgumentError:
+        raise UnsupportedURLError(  # the text is not quoted: it may hold a password
+            f"could not parse the database URL; expected {_SUPPORTED}"
+        ) from None
+    driver = parsed.drivername
+    if driver in _SQLITE_DRIVERS:
+        if parsed.host or parsed.username or parsed.port:
+            name = parsed.host or "the file"
+            raise UnsupportedURLError(
+                f"a SQLite URL names a file after three slashes: sqlite:///{name} (relative to "
+                f"the working directory) or sqlite:////absolute/path/{name}; this one has "
+                "only two, so the file name was read as a host"
+            )
+        return parsed.set(drivername="sqlite")
+    if driver in _POSTGRES_DRIVERS:
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise UnsupportedURLError(
+        f"unsupported database URL scheme {driver!r}: sessionstore supports {_SUPPORTED}"
+    )
+
+
+def is_memory_sqlite(url: URL) -> bool:
+    """True for an in-memory SQLite database (one shared connection, gone on exit)."""
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+class _WriteOutcome(asyncio.Future[_T]):
+    """The outcome of a write, which a cancelled caller cannot cut short.
+
+    A write cut off half-way would leave the caller unsure whether it happened.
+    `cancel` refuses, so asyncio throws the caller's CancelledError into it only
+    once the write has finished and its outcome is knowable. Cheaper than looping
+    on `asyncio.wait`, which matters on the append hot path.
+    """
+
+    def __init__(self, work: Future[_T] | asyncio.Future[_T], loop: asyncio.AbstractEventLoop):
+        super().__init__(loop=loop)
+        self._work = work  # a task is otherwise only weakly referenced by the loop
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        return False
+
+
+def finish_despite_cancellation(work: Awaitable[_T]) -> asyncio.Future[_T]:
+    """Await `work` (a coroutine gets a Task) to the end even if the caller is cancelled."""
+    job = asyncio.ensure_future(work)
+    outcome = _WriteOutcome(job, job.get_loop())
+    job.add_done_callback(partial(_settle, outcome))
+    return outcome
+
+
+def on_thread(executor: Executor, job: Callable[[], _T]) -> asyncio.Future[_T]:
+    """Run `job` on `executor`, awaited to the end even if the caller is cancelled."""
+    return outcome_of(executor.submit(job))
+
+
+def outcome_of(work: Future[_T]) -> asyncio.Future[_T]:
+    """The running loop's view of a worker thread's `work`, which a cancel cannot cut short."""
+    loop = asyncio.get_running_loop()
+    outcome = _WriteOutcome(work, loop)
+    work.add_done_callback(partial(_hand_over, loop, outcome))
+    return outcome
+
+
+def _hand_over(
+    loop: asyncio.AbstractEventLoop, outcome: asyncio.Future[_T], done: Future[_T]
+) -> None:
+    """On the worker thread: pass the finished job's outcome to the loop."""
+    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody awaits it
+        loop.call_soon_threadsafe(_settle, outcome, done)
+
+
+def _settle(outcome: asyncio.Future[_T], done: Future[_T] | asyncio.Future[_T]) -> None:
+    """Copy a finished write's outcome (retrieving any error, so none is reported unhandled)."""
+    if done.cancelled():  # the loop or the executor shut down under it
+        outcome.set_exception(asyncio.CancelledError())
+    elif (error := done.exception()) is not None:
+        outcome.set_exception(error)
+    else:
+        outcome.set_result(done.result())
+
+
+class Database(Protocol):
+    """Runs transaction functions against one database.
+
+    Writes run to completion even when the awaiting task is cancelled.
+    """
+
+    url: URL
+    dialect: str
+    read_only: bool  # writes are refused (ReadOnlyStoreError), the server enforces it too
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(conn, *args)` in a write transaction and commit."""
+        ...
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(conn, *args)` for reading (single statements see a consistent snapshot)."""
+        ...
+
+    def async_engine(self) -> AsyncEngine:
+        """An AsyncEngine on the same database, for ad-hoc SQL."""
+        ...
+
+    async def append_batch(self, batch: Batch) -> list[int]:
+        """The append hot path: number and insert a plain batch in one transaction; its seqs."""
+        ...
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
+        context, payloads as JSON text, in one statement."""
+        ...
+
+    async def dispose(self) -> None:
+        """Close every pooled connection and worker thread."""
+        ...
+
+
+class SQLiteDatabase:
+    """SQLite: one hop to a worker thread per transaction.
+
+    All writes run on one thread over one persistent connection: SQLite allows a
+    single writer anyway, so queueing in-process is cheaper than spinning on the
+    file lock. Reads use a small pool (WAL lets them run beside the writer).
+    """
+
+    dialect = "sqlite"
+
+    def __init__(
+        self,
+        url: URL,
+        *,
+        busy_timeout_ms: int,
+        synchronous: str,
+        user_engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        read_only: bool = False,
+        **kwargs: Any,
+    ):
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError("sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA")
+        self._memory = is_memory_sqlite(url)
+        self.read_only = read_only and not self._memory
+        self._where = url.render_as_string(hide_password=True)  # as the user wrote it
+        self._file = url.database
+        if self.read_only:
+            url = read_only_sqlite_url(url)
+        self.url = url
+        kwargs.setdefault("connect_args", {"check_same_thread": False})
+        self._writer_engine: Engine = sa.create_engine(
+            url, poolclass=StaticPool, pool_reset_on_return=None, **kwargs
+        )
+        configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sessionstore-sqlite-writer")
+        self._writer_conn: Connection | None = None
+        # Appends queued at the same moment commit together (one fsync for all of them).
+        self._appends: GroupCommit[list[int]] = GroupCommit(
+            self._writer,
+            self._writer_driver_connection,
+            sqlite_append,
+            partial(self._translated, writing=True),
+        )
+        if self._memory:
+            # One shared in-memory connection must never be used by two threads at once.
+            self.engine = self._writer_engine
+            self._readers = self._writer
+        else:
+            self.engine = sa.create_engine(url, **kwargs)
+            configure_sqlite(self.engine, busy_timeout_ms, synchronous, read_only=self.read_only)
+            self._readers = ThreadPoolExecutor(
+                _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
+            )
+        self._busy_timeout_s = busy_timeout_ms / 1000
+        self._user_engine = user_engine
+        # aiosqlite engines (ad-hoc SQL) run their futures on the loop that opened them.
+        self._async_engines: PerLoop[AsyncEngine] = PerLoop(
+            lambda: create_async_engine(self.url.set(drivername="sqlite+aiosqlite")),
+            AsyncEngine.dispose,
+            lambda engine: engine.sync_engine.dispose(close=False),
+        )
+
+    def _writer_connection(self) -> Connection:
+        """The writer thread's one persistent connection (only ever touched on that thread)."""
+        if self._writer_conn is None:
+            self._writer_conn = self._writer_engine.connect().execution_options(
+                **{SQLITE_BEGIN: "IMMEDIATE"}
+            )
+        return self._writer_conn
+
+    def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
+        conn = self._writer_connection()
+        with self._translated(writing=True), conn.begin():
+            return fn(conn, *args, **kw)
+
+    def _writer_driver_connection(self) -> sqlite3.Connection:
+        """The writer connection's sqlite3 connection, outside any SQLAlchemy transaction."""
+        conn = self._writer_connection()
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection) and not conn.in_transaction()
+        return raw
+
+    @contextlib.contextmanager
+    def _translated(self, *, writing: bool) -> Iterator[None]:
+        """The store's errors for the driver's: a busy timeout says what it waited for."""
+        try:
+            yield
+        except (sqlite3.Error, DBAPIError) as error:
+            text = str(getattr(error, "orig", error))
+            if "database is locked" in text or "database is busy" in text:
+                raise StoreTimeoutError(
+                    f"waited {self._busy_timeout_s:g} s for the write lock on the SQLite file "
+                    f"{self._file}: another process held it all that time "
+                    "(raise sqlite_busy_timeout_ms to wait longer)"
+                ) from None
+            # A local file commits or rolls back before the call returns: the outcome is known.
+            raise translate(
+                error, where=self._where, writing=writing, may_have_committed=False
+            ) from None
+
+    async def append_batch(self, batch: Batch) -> list[int]:
+        check_writable(self.read_only, self._where)
+        return await outcome_of(self._appends.submit(batch))
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        loop = asyncio.get_running_loop()
+        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id,))
+        return await loop.run_in_executor(self._readers, job)
+
+    def _close_writer(self) -> None:
+        if self._writer_conn is not None:
+            self._writer_conn.close()
+            self._writer_conn = None
+        self._writer_engine.dispose()
+
+    def _read_driver_sync(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        with self._translated(writing=False), self.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            return fn(raw, *args)
+
+    def _read_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
+        with self._translated(writing=False), self.engine.connect() as conn:
+            conn = conn.execution_options(**{SQLITE_BEGIN: None})
+            return fn(conn, *args, **kw)
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        check_writable(self.read_only, self._where)
+        return await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, partial(self._read_sync, fn, args, kwargs))
+
+    def async_engine(self) -> AsyncEngine:
+        if self._user_engine is not None:
+            return self._user_engine
+        if self._memory:
+            raise ValueError(
+                "an in-memory SQLite store has no second connection for ad-hoc SQL; "
+                "use a file URL such as sqlite:///sessions.db"
+            )
+        return self._async_engines.current()
+
+    async def dispose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer, self._close_writer)
+        await loop.run_in_executor(self._readers, self.engine.dispose)
+        self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        await self._async_engines.close_all()
+
+
+class _PostgresLoopState:
+    """What one event loop uses: asyncpg connections belong to the loop that opened them."""
+
+    def __init__(
+        self,
+        make_engine: Callable[[], AsyncEngine],
+        dsn: str,
+        timeout_s: float,
+        server_settings: Mapping[str, str],
+    ):
+        self.engine = make_engine()
+        self._server_settings = dict(server_settings)
+        # Single statements need no BEGIN/COMMIT round trips.
+        self.autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._dsn = dsn
+        self._timeout_s = timeout_s
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()  # used on this state's loop only
+
+    async def pool(self) -> asyncpg.Pool:
+        """The hot path's plain asyncpg pool, opened on first use."""
+        if self._pool is not None:
+            return self._pool
+        async with self._pool_lock:
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=10,
+                    timeout=self._timeout_s,
+                    command_timeout=self._timeout_s,
+                    server_settings=self._server_settings,
+                )
+            return self._pool
+
+    async def close(self) -> None:
+        """Close gracefully, within the timeout; what does not close in time is dropped."""
+        if self._pool is not None:
+            try:
+                await asyncio.wait_for(self._pool.close(), self._timeout_s)
+            except TimeoutError:
+                self._pool.terminate()
+            self._pool = None
+        await self.engine.dispose()
+
+    def abandon(self) -> None:
+        """Drop everything without awaiting: its loop closed without shutting us down."""
+        if self._pool is not None:
+            with contextlib.suppress(Exception):  # the transports may already be gone
+                self._pool.terminate()
+            self._pool = None
+        self.engine.sync_engine.dispose(close=False)
+
+
+class PostgresDatabase:
+    """PostgreSQL through asyncpg; transaction functions run via `run_sync`.
+
+    The append hot path skips SQLAlchemy's async adapter (which costs as much
+    as the round trip itself) and runs one statement on a plain asyncpg pool.
+    Pools and engines are kept per event loop (`PerLoop`), so one store serves
+    every thread and loop of an application.
+    """
+
+    dialect = "postgresql"
+
+    def __init__(
+        self,
+        url: URL,
+        *,
+        engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        read_only: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self.url = url
+        self.read_only = read_only
+        # Read-only is the server's rule, not only ours: every transaction is READ ONLY.
+        settings = {"default_transaction_read_only": "on"} if read_only else {}
+        self._where = url.render_as_string(hide_password=True)
+        self._user_engine = engine
+        self._timeout_s = timeout_s
+        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        if engine is not None:
+            source = engine.sync_engine.pool  # the user's pool settings and connect arguments
+
+            def make_engine() -> AsyncEngine:
+                return create_async_engine(url, pool=source.recreate())
+
+        else:
+            kwargs.setdefault("pool_timeout", timeout_s)
+            connect_args = kwargs.setdefault("connect_args", {})
+            connect_args.setdefault("command_timeout", timeout_s)
+            if settings:
+                connect_args["server_settings"] = {
+                    **connect_args.get("server_settings", {}),
+                    **settings,
+                }
+
+            def make_engine() -> AsyncEngine:
+                return create_async_engine(url, **kwargs)
+
+        self._loops: PerLoop[_PostgresLoopState] = PerLoop(
+            lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings),
+            _PostgresLoopState.close,
+            _PostgresLoopState.abandon,
+        )
+
+    async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        check_writable(self.read_only, self._where)
+        engine = self._loops.current().engine
+        return await finish_despite_cancellation(self._run(engine, fn, args, kwargs, True))
+
+    async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return await self._run(self._loops.current().autocommit, fn, args, kwargs, False)
+        except StoreUnavailableError:  # a pooled connection that died while idle: read again
+            return await self._run(self._loops.current().autocommit, fn, args, kwargs, False)
+
+    async def _run(
+        self,
+        engine: AsyncEngine,
+        fn: Callable[..., _T],
+        args: tuple[Any, ...],
+        kw: dict[str, Any],
+        writing: bool,
+    ) -> _T:
+        """One transaction; a connection that saw an error is discarded, never pooled again."""
+        try:
+            conn = await engine.connect()
+        except Exception as error:
+            raise self._translate(error, writing, may_have_committed=False) from None
+        committing = False
+        try:
+            transaction = await conn.begin()
+            result = await conn.run_sync(fn, *args, **kw)
+            committing = True
+            await transaction.commit()
+            return result
+        except Exception as error:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()
+            raise self._translate(error, writing, may_have_committed=committing) from None
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def fetch_statement(
+        self, sql: str, *args: Any, writing: bool = False
+    ) -> list[asyncpg.Record]:
+        """Run one self-contained statement (autocommit) and return its rows.
+
+        A connection that saw an error is terminated before it goes back to the pool, so
+        no connection is ever handed to a second operation in an unknown state.
+        """
+
+        async def run() -> list[asyncpg.Record]:
+            try:
+                pool = await self._loops.current().pool()
+                async with asyncio.timeout(self._timeout_s):  # no extra task, unlike wait_for
+                    conn = await pool.acquire()
+            except TimeoutError:
+                raise StoreTimeoutError(
+                    f"waited {self._timeout_s:g} s for a free connection to {self._where}: all "
+                    "of this event loop's pooled connections stayed busy; nothing was written"
+                ) from None
+            except Exception as error:
+                raise self._translate(error, writing, may_have_committed=False) from None
+            try:
+                rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                return rows
+            except Exception as error:
+                if is_connection_lost(error):
+                    with contextlib.suppress(Exception):  # the pool may have dropped it already
+                        conn.terminate()
+                raise self._translate(error, writing, may_have_committed=True) from None
+            finally:
+                with contextlib.suppress(Exception):
+                    await pool.release(conn, timeout=self._timeout_s)
+
+        if writing:
+            return await finish_despite_cancellation(run())
+        try:
+            return await run()
+        except StoreUnavailableError:  # a pooled connection that died while idle: read again
+            return await run()
+
+    async def append_batch(self, batch: Batch) -> list[int]:
+        check_writable(self.read_only, self._where)
+        rows = await self.fetch_statement(PG_APPEND_SQL, *pg_append_args(batch), writing=True)
+        return sorted(row[0] for row in rows)
+
+    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+        return await self.fetch_statement(PG_ACTIVE_SQL, session_id)
+
+    def _translate(
+        self, error: Exception, writing: bool, *, may_have_committed: bool
+    ) -> BaseException:
+        return translate(
+            error, where=self._where, writing=writing, may_have_committed=may_have_committed
+        )
+
+    def async_engine(self) -> AsyncEngine:
+        if self._user_engine is not None:
+            return self._user_engine
+        return self._loops.current().engine
+
+    async def dispose(self) -> None:
+        await self._loops.close_all()
+
+
+def open_database(
+    url: URL,
+    *,
+    engine: AsyncEngine | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    sqlite_busy_timeout_ms: int = 5000,
+    sqlite_synchronous: str = "FULL",
+    read_only: bool = False,
+    **engine_kwargs: Any,
+) -> SQLiteDatabase | PostgresDatabase:
+    """The runner for `url`'s backend (the URL must come from `resolve_url`).
+
+    `engine`, a user's AsyncEngine on the same URL, is what `async_engine()` hands
+    back; the store's own work runs on connections of its own.
+    """
+    if url.get_backend_name() == "sqlite":
+        return SQLiteDatabase(
+            url,
+            user_engine=engine,
+            timeout_s=timeout_s,
+            busy_timeout_ms=sqlite_busy_timeout_ms,
+            synchronous=sqlite_synchronous,
+            read_only=read_only,
+            **engine_kwargs,
+        )
+    return PostgresDatabase(
+        url, engine=engine, timeout_s=timeout_s, read_only=read_only, **engine_kwargs
+    )
+
+
+def check_writable(read_only: bool, where: str) -> None:
+    """Refuse a write on a store opened read-only, before it reaches the database."""
+    if read_only:
+        raise ReadOnlyStoreError(
+            f"the store on {where} was opened read-only; open it without read_only=True to write"
+        )
+
+
+def read_only_sqlite_url(url: URL) -> URL:
+    """The URL of a read-only connection to an existing SQLite file (`mode=ro`).
+
+    Raises DatabaseNotFoundError when the file is missing: opening it would create it.
+    """
+    path = Path(url.database or "").resolve()
+    if not path.is_file():
+        raise DatabaseNotFoundError(
+            f"no SQLite database at {path}: check the path in --url / $SESSIONSTORE_URL "
+            f"(commands that only read never create one; `sessionstore migrate --url "
+            f"'sqlite:///{path}'` does)"
+        )
+    return url.set(database=f"file:{path}", query={**url.query, "mode": "ro", "uri": "true"})
+
+
+def configure_sqlite(
+    engine: Engine,
+    busy_timeout_ms: int = 5000,
+    synchronous: str = "FULL",
+    *,
+    read_only: bool = False,
+) -> None:
+    """WAL, busy timeout, foreign keys, and explicit BEGIN control for a SQLite engine.
+
+    A read-only connection changes no journal mode or durability setting (it cannot).
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to the "begin" hook below: the driver's
+        # implicit BEGIN cannot take the write lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not read_only:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
+        if mode is not None:
+            conn.connection.driver_connection.execute(f"BEGIN {mode}")  # type: ignore[union-attr]

@@ -1,0 +1,110 @@
+"""Driver errors become the store's own: no driver types, SQL text or parameters escape.
+
+SQLAlchemy's errors quote the statement and its bound parameters (item payloads,
+metadata: possibly secrets), and asyncpg's name internal states. Callers get a
+`StoreUnavailableError` that says whether a write's outcome is known, or a
+`StoreError` that names the kind of failure; `DuplicateAppendError` marks a replayed
+append batch. Anything that is not a database error passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+import asyncpg
+from sqlalchemy import exc as sa_exc
+
+from ._errors import DuplicateAppendError, SessionStoreError, StoreError, StoreUnavailableError
+from ._redaction import default_redactor
+
+_TOKEN_INDEX: Final = ("ux_messages_append_token", "messages.append_token")
+# asyncpg raises these when the server ends the session or the socket breaks.
+_LOST: Final = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,  # pg_terminate_backend, shutdowns
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+)
+# SQLite's words for a file that cannot be reached (a missing directory, a dead disk).
+_SQLITE_LOST: Final = ("unable to open database file", "disk I/O error")
+
+
+def driver_error(error: BaseException) -> BaseException:
+    """The driver's own exception inside a SQLAlchemy wrapper (or the error itself)."""
+    if isinstance(error, sa_exc.DBAPIError) and error.orig is not None:
+        inner = error.orig
+        # SQLAlchemy's asyncpg adapter wraps again; its __cause__ is asyncpg's error.
+        return inner.__cause__ if inner.__cause__ is not None else inner
+    return error
+
+
+def is_connection_lost(error: BaseException) -> bool:
+    """The connection is gone (refused, closed, terminated, broken mid-statement)."""
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return True
+    inner = driver_error(error)
+    if isinstance(inner, sqlite3.OperationalError):
+        return any(words in str(inner) for words in _SQLITE_LOST)
+    return isinstance(inner, _LOST)
+
+
+def is_database_error(error: BaseException) -> bool:
+    """Raised by the database or its driver (what `translate` rewrites); never one of ours
+    (a StoreTimeoutError is a TimeoutError, and must not pass for a lost connection)."""
+    if isinstance(error, SessionStoreError):
+        return False
+    return isinstance(error, (sa_exc.SQLAlchemyError, sqlite3.Error, asyncpg.PostgresError, *_LOST))
+
+
+def translate(
+    error: BaseException, *, where: str, writing: bool, may_have_committed: bool
+) -> BaseException:
+    """The store's exception for a driver `error` raised while using the database `where`.
+
+    `may_have_committed`: the error came at or after the point where a write could have
+    committed (the statement of a one-statement write, or the COMMIT).
+    """
+    if not is_database_error(error):
+        return error
+    kind = type(driver_error(error)).__name__
+    if is_connection_lost(error):
+        known = not (writing and may_have_committed)
+        outcome = (
+            "Nothing was written; retrying is safe."
+            if known or not writing
+            else "The write may or may not have been stored: retry with the same "
+            "idempotency token and it is stored at most once."
+        )
+        return StoreUnavailableError(
+            f"the database at {where} became unavailable ({_lost_kind(error)}). {outcome}",
+            outcome_known=known,
+        )
+    text = str(driver_error(error)).strip().splitlines()[0] if str(driver_error(error)) else ""
+    if any(name in text for name in _TOKEN_INDEX):
+        return DuplicateAppendError("an append batch with this idempotency token is stored")
+    return StoreError(
+        f"the database at {where} refused the operation ({_error_class(kind)}: "
+        f"{default_redactor().text(text)[:200]}); nothing was changed."
+    )
+
+
+def _lost_kind(error: BaseException) -> str:
+    inner = driver_error(error)
+    if isinstance(inner, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(inner, TimeoutError):
+        return "timed out"
+    if isinstance(inner, asyncpg.exceptions.OperatorInterventionError):
+        return "the server ended the connection"
+    if isinstance(inner, sqlite3.OperationalError):
+        return str(inner).splitlines()[0]  # SQLite's own words, from _SQLITE_LOST
+    return "the connection was lost"
+
+
+def _error_class(kind: str) -> str:
+    """A driver class name as a plain kind: 'UniqueViolationError' -> 'unique violation'."""
+    words = kind.removesuffix("Error").removesuffix("Exception")
+    spaced = "".join(f" {char.lower()}" if char.isupper() else char for char in words)
+    return spaced.strip() or "database error"

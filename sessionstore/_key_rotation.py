@@ -1,0 +1,141 @@
+"""Key rotation: rewrap data keys (archives', sessions') under the active key, payloads untouched.
+
+Each batch is one transaction that rewraps the oldest archives still under another
+key, so an interrupted rotation resumes where it stopped: run it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._archive_sealing import archive_context, label_of, sealed_of
+from ._crypto import ENVELOPE_V1, Keyring, rewrap
+from ._errors import KeyInUseError, SessionStoreError
+from ._payload_sealing import session_key_context, unwrap_session_key
+from ._schema import archives, sessions
+from ._store import SessionStore
+
+Progress = Callable[[int, int], None]  # (rewrapped so far, total to do)
+
+
+@dataclass(frozen=True, slots=True)
+class RotationReport:
+    """What a rotation did and what still references each key."""
+
+    active: str
+    rewrapped: int
+    usage: dict[str, int]
+
+
+def _usage(conn: Connection) -> dict[str, int]:
+    """Rows each KEK protects: sealed archives plus sessions' payload data keys."""
+    usage: dict[str, int] = {}
+    for query in (
+        sa.select(archives.c.kek_id, sa.func.count())
+        .where(archives.c.format_version == ENVELOPE_V1)
+        .group_by(archives.c.kek_id),
+        sa.select(sessions.c.payload_kek_id, sa.func.count())
+        .where(sessions.c.payload_kek_id.is_not(None))
+        .group_by(sessions.c.payload_kek_id),
+    ):
+        for kek_id, count in conn.execute(query):
+            usage[str(kek_id)] = usage.get(str(kek_id), 0) + int(count)
+    return usage
+
+
+def _tx_rewrap_session_keys(conn: Connection, keyring: Keyring, batch: int) -> int:
+    """Rewrap up to `batch` sessions' payload data keys under the active KEK."""
+    active = keyring.active
+    rows = conn.execute(
+        sa.select(sessions.c.session_id, sessions.c.payload_kek_id, sessions.c.payload_wrapped_key)
+        .where(sessions.c.payload_kek_id.is_not(None), sessions.c.payload_kek_id != active.key_id)
+        .order_by(sessions.c.session_id)
+        .limit(batch)
+    ).all()
+    for session_id, kek_id, wrapped in rows:
+        context = session_key_context(session_id)
+        data_key = unwrap_session_key(keyring, session_id, kek_id, wrapped)
+        conn.execute(
+            sessions.update()
+            .where(sessions.c.session_id == session_id)
+            .values(
+                payload_kek_id=active.key_id, payload_wrapped_key=active.wrap(data_key, context)
+            )
+        )
+    return len(rows)
+
+
+def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
+    active = keyring.active.key_id
+    rows = [
+        dict(row._mapping)
+        for row in conn.execute(
+            sa.select(archives)
+            .where(archives.c.format_version == ENVELOPE_V1, archives.c.kek_id != active)
+            .order_by(archives.c.id)
+            .limit(batch)
+        )
+    ]
+    for row in rows:
+        context = archive_context(
+            row["session_id"], row["compaction_id"], row["from_seq"], row["to_seq"]
+        )
+        fresh = rewrap(sealed_of(row), keyring, context, label=label_of(row))
+        conn.execute(
+            archives.update()
+            .where(archives.c.id == row["id"])
+            .values(kek_id=fresh.kek_id, wrapped_key=fresh.wrapped_key)
+        )
+    return len(rows)
+
+
+async def key_usage(store: SessionStore) -> dict[str, int]:
+    """How many sealed archives each key id protects."""
+    return await store.read_snapshot(_usage)
+
+
+async def rotate_keys(
+    store: SessionStore,
+    keyring: Keyring | None = None,
+    *,
+    batch_size: int = 200,
+    max_batches: int | None = None,
+    progress: Progress | None = None,
+) -> RotationReport:
+    """Rewrap every archive not under the active key; resumable, batch by batch."""
+    ring = keyring or store.keyring
+    if ring is None:
+        raise SessionStoreError(
+            "no keyring configured: set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE (with the new "
+            "key active and the old keys still present), then rotate"
+        )
+    before = await key_usage(store)
+    todo = sum(count for key, count in before.items() if key != ring.active.key_id)
+    done = batches = 0
+    while max_batches is None or batches < max_batches:
+        count = await store.write_transaction(_tx_rewrap_batch, ring, batch_size)
+        if count < batch_size:  # archives done: session payload keys share the budget
+            count += await store.write_transaction(
+                _tx_rewrap_session_keys, ring, batch_size - count
+            )
+        done += count
+        batches += 1
+        if progress is not None:
+            progress(done, todo)
+        if count < batch_size:
+            break
+    return RotationReport(ring.active.key_id, done, await key_usage(store))
+
+
+async def check_retirable(store: SessionStore, key_id: str) -> None:
+    """Raise KeyInUseError unless no sealed row references `key_id` any more."""
+    in_use = (await key_usage(store)).get(key_id, 0)
+    if in_use:
+        raise KeyInUseError(
+            f"key {key_id!r} still protects {in_use} archive(s) or session key(s); run "
+            "`sessionstore keys rotate` with another key active first, then retire it"
+        )

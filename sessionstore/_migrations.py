@@ -1,0 +1,183 @@
+"""Programmatic access to the Alembic migrations: locate, inspect, upgrade, downgrade.
+
+The store checks the schema once when it opens, so a missing table or a database
+migrated by a newer release fails fast with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._database import DEFAULT_TIMEOUT_S, Database
+from ._errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
+from ._loops import KeyedLocks
+from ._schema import metadata
+
+if TYPE_CHECKING:  # Alembic loads only when a migration or revision lookup needs it
+    from alembic.config import Config
+
+_PACKAGE_DIR: Final = Path(__file__).resolve().parent
+_MIGRATION_LOCKS: Final = KeyedLocks("the schema migration of")
+# Any constant would do: it only has to be the same in every process migrating this database.
+_PG_MIGRATION_KEY: Final = 0x5E55_1015
+
+
+def script_location() -> Path:
+    """The migrations folder: packaged in the wheel, or the repository's own."""
+    for candidate in (_PACKAGE_DIR / "_migrations", _PACKAGE_DIR.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError(
+        "sessionstore migrations are missing from this installation; reinstall the package"
+    )
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic Config pointing at sessionstore's migrations (and `url`, if given)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+@cache
+def head_revision() -> str:
+    """The newest revision this code knows (read from the migration scripts once)."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "sessionstore ships at least one migration"
+    return head
+
+
+@cache
+def known_revisions() -> frozenset[str]:
+    """Every revision this code ships (a database at another one is from a newer release)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    return frozenset(rev.revision for rev in script.walk_revisions())
+
+
+def _current(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]]]:
+    """The revision and, for each of our tables that exists, its columns.
+
+    The revision is read first: SQLite reads here are not one snapshot, and a migration
+    commits tables and revision together, so a revision at head means the tables read
+    after it are the migrated ones (read the other way round, a store racing another
+    process's first migration saw "stamped at head, tables missing").
+    """
+    revision = _current(connection)
+    inspector = sa.inspect(connection)
+    existing = set(inspector.get_table_names())
+    columns = {
+        name: {column["name"] for column in inspector.get_columns(name)}
+        for name in metadata.tables
+        if name in existing
+    }
+    return revision, columns
+
+
+async def current_revision(database: Database) -> str | None:
+    """The revision the database is at, or None when it was never migrated."""
+    return await database.read(_current)
+
+
+def _migrate(connection: Connection, direction: str, revision: str) -> None:
+    from alembic import command
+
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    if direction == "up":
+        command.upgrade(config, revision)
+    else:
+        command.downgrade(config, revision)
+
+
+async def upgrade(database: Database, revision: str = "head") -> None:
+    """Upgrade the database to `revision` (default: the newest), in one transaction."""
+    await database.write(_migrate, "up", revision)
+
+
+async def downgrade(database: Database, revision: str) -> None:
+    """Downgrade the database to `revision` ("base" removes every table)."""
+    await database.write(_migrate, "down", revision)
+
+
+async def ensure_schema(
+    database: Database, *, create: bool, url_hint: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> dict[str, str | None] | None:
+    """Fail fast (or migrate, when `create`) unless the database is at our head revision.
+
+    Returns what a migration did ({"from_revision", "to_revision"}), or None when the
+    schema was already current. Stores, threads and processes opening a new database
+    at once migrate it once: in-process they queue on a lock per database, across
+    processes the migration's transaction holds the database's write lock (SQLite)
+    or an advisory lock (PostgreSQL) and re-reads the revision once it has it.
+    """
+    current, tables = await database.read(_state)
+    head = head_revision()
+    if current == head:
+        _check_tables(tables, url_hint, head)
+        return None
+    if current is not None and current not in known_revisions():
+        raise SchemaTooNewError(
+            f"the database at {url_hint} is at schema revision {current!r}, which this "
+            f"sessionstore (newest revision {head!r}) does not know: it was migrated by a "
+            "newer release. Upgrade sessionstore; nothing was changed."
+        )
+    if create:
+        async with _MIGRATION_LOCKS(url_hint).hold(timeout_s):
+            return await database.write(_upgrade_if_behind, head)
+    if current is None:
+        raise SchemaMissingError(
+            f"the sessionstore tables do not exist in {url_hint}. Run "
+            f"`sessionstore migrate --url '{url_hint}'` or pass create_tables=True."
+        )
+    raise SchemaOutdatedError(
+        f"the database at {url_hint} is at schema revision {current!r} but this code needs "
+        f"{head!r}. Run `sessionstore migrate --url '{url_hint}'` (or pass create_tables=True)."
+    )
+
+
+def _check_tables(tables: dict[str, set[str]], url_hint: str, head: str) -> None:
+    missing = sorted(set(metadata.tables) - set(tables))
+    missing += sorted(
+        f"{name}.{column.name}"
+        for name, table in metadata.tables.items()
+        if name in tables
+        for column in table.columns
+        if column.name not in tables[name]
+    )
+    if missing:
+        raise SchemaMissingError(
+            f"{', '.join(missing)} missing from {url_hint} although it is stamped at "
+            f"revision {head!r}: the schema was changed outside sessionstore. Restore "
+            "from a backup; nothing was changed."
+        )
+
+
+def _upgrade_if_behind(connection: Connection, head: str) -> dict[str, str | None] | None:
+    """Inside the migration's transaction: upgrade unless another writer already did."""
+    if connection.dialect.name == "postgresql":
+        lock = sa.text("SELECT pg_advisory_xact_lock(:key)")
+        connection.execute(lock, {"key": _PG_MIGRATION_KEY})
+    current = _current(connection)  # SQLite: read under BEGIN IMMEDIATE's write lock
+    if current == head:
+        return None
+    _migrate(connection, "up", head)
+    return {"from_revision": current, "to_revision": head}

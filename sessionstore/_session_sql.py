@@ -1,0 +1,86 @@
+"""The row-level SQL every write transaction shares.
+
+The store's appends and pops, and compaction's commit (which runs through
+`SessionStore.write_transaction`), lock a session, read what was appended after a
+snapshot and seal new rows the same way; this module is where that is spelled once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, TypeAlias
+
+import sqlalchemy as sa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from sqlalchemy.engine import Connection, Row
+
+from ._payload_sealing import SessionKeys, seal_payload
+from ._rows import StoredRow, decode_payload
+from ._schema import messages, sessions
+
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+
+_sid: Final = sa.bindparam("sid", type_=sa.Text)
+ROW_COLUMNS: Final = tuple(messages.c)
+SESSION_ROW: Final = sa.select(*sessions.c).where(sessions.c.session_id == _sid)
+_SESSION_FOR_UPDATE: Final = SESSION_ROW.with_for_update()
+_ROWS_AFTER: Final = (
+    sa.select(*ROW_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq > sa.bindparam("after"))
+    .order_by(messages.c.seq)
+)
+
+
+def stored_rows(
+    conn: Connection, keys: SessionKeys, session_id: str, rows: Iterable[AnyRow]
+) -> list[StoredRow]:
+    """Stored rows from `messages` rows, their payloads unsealed as needed."""
+    return [
+        stored_row(row, keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed))
+        for row in rows
+    ]
+
+
+def stored_row(row: AnyRow, payload: Any) -> StoredRow:
+    """One `messages` row (all columns) as a StoredRow, with its plain payload."""
+    values = row._mapping
+    return StoredRow(
+        session_id=values["session_id"],
+        seq=values["seq"],
+        kind=values["kind"],
+        role=values["role"],
+        item_type=values["item_type"],
+        tool_name=values["tool_name"],
+        call_id=values["call_id"],
+        tokens=values["tokens"],
+        protected=bool(values["protected"]),
+        ref_seq=values["ref_seq"],
+        compaction_id=values["compaction_id"],
+        archive_id=values["archive_id"],
+        item=None if payload is None else decode_payload(payload),
+        created_at=values["created_at"],
+    )
+
+
+def lock_session(conn: Connection, session_id: str) -> AnyRow | None:
+    """The session row, locked for this transaction on PostgreSQL.
+
+    On SQLite the transaction already holds the database write lock (BEGIN IMMEDIATE).
+    """
+    stmt = _SESSION_FOR_UPDATE if conn.dialect.name == "postgresql" else SESSION_ROW
+    return conn.execute(stmt, {"sid": session_id}).first()
+
+
+def rows_after(conn: Connection, session_id: str, seq: int, keys: SessionKeys) -> list[StoredRow]:
+    """Rows appended after `seq` (inside a transaction: what changed since a snapshot)."""
+    rows = conn.execute(_ROWS_AFTER, {"sid": session_id, "after": seq})
+    return stored_rows(conn, keys, session_id, rows)
+
+
+def seal_row(row: dict[str, Any], cipher: AESGCM | None) -> None:
+    """Move a new row's payload into `payload_sealed` when its session is encrypted."""
+    if cipher is None or row["payload"] is None:
+        row["payload_sealed"] = None
+        return
+    row["payload_sealed"] = seal_payload(cipher, row["session_id"], row["seq"], row["payload"])
+    row["payload"] = None

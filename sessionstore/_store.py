@@ -1,0 +1,726 @@
+"""SessionStore: append-only session rows in SQL, read from the last marker forward.
+
+Invariants this module enforces (see docs/ARCHITECTURE.md):
+- `messages` is append-only; `seq` is per session, gapless and strictly increasing.
+  pop and clear are new rows (a tombstone, a clear marker), never deletes.
+- Writes to one session are serialized: on PostgreSQL by the session row lock
+  (taken by the append upsert or SELECT ... FOR UPDATE), on SQLite by BEGIN
+  IMMEDIATE plus an in-process queue so our own writers never spin on the lock.
+- Each row's token count is computed once, at append; the session row keeps the
+  active context's running total, so a pre-flight estimate is one key lookup.
+- The active context is one indexed range scan: rows with seq >= context_start_seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final, Literal, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from ._archive_codec import encode_archive
+from ._archive_sealing import archive_columns
+from ._arguments import (
+    check_count,
+    check_flag,
+    check_non_negative,
+    check_positive,
+    check_session_id,
+    item_list,
+)
+from ._crypto import Keyring
+from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
+from ._errors import DuplicateAppendError, StoreUnavailableError
+from ._events import Event
+from ._hot_path import APPEND_UPSERT
+from ._items import (
+    ItemInfo,
+    call_names_in,
+    check_json_object,
+    describe,
+    encode_payload,
+    is_tool_output,
+    rough_chars,
+)
+from ._loops import LoopSafeLock
+from ._migrations import ensure_schema
+from ._payload_sealing import SessionKeys
+from ._redaction import Redactor, redaction_disabled_event
+from ._rows import (
+    ITEM_COLUMNS,
+    Batch,
+    SessionInfo,
+    StoredRow,
+    decode_payload,
+    decode_payloads,
+    visible_in_order,
+)
+from ._schema import (
+    KIND_CLEAR,
+    KIND_ITEM,
+    KIND_TOMBSTONE,
+    VISIBLE_KINDS,
+    archives,
+    events,
+    messages,
+    sessions,
+)
+from ._session_sql import (
+    ROW_COLUMNS,
+    SESSION_ROW,
+    AnyRow,
+    lock_session,
+    seal_row,
+    stored_rows,
+)
+from ._tokens import TokenEstimator, estimator_for_model
+
+_T = TypeVar("_T")
+_RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
+DEFAULT_MODEL: Final = "gpt-4o"
+DEFAULT_MAX_ITEM_BYTES: Final = 64 * 1024 * 1024  # a row, and a transaction, stay bounded
+PUBLISHER_FLUSH_TIMEOUT_S: Final = 2.0  # the Ariadne timeout: a dead collector costs at most this
+
+_sid: Final = sa.bindparam("sid", type_=sa.Text)
+_start = (
+    sa.select(sessions.c.context_start_seq).where(sessions.c.session_id == _sid).scalar_subquery()
+)
+_CONTEXT_COLUMNS: Final = (
+    messages.c.seq,
+    messages.c.kind,
+    messages.c.ref_seq,
+    messages.c.payload,
+    messages.c.payload_sealed,
+)
+_ACTIVE_ASC: Final = (
+    sa.select(*_CONTEXT_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
+    .order_by(messages.c.seq)
+)
+_ACTIVE_DESC: Final = (
+    sa.select(*_CONTEXT_COLUMNS, messages.c.tokens)
+    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
+    .order_by(messages.c.seq.desc())
+    .limit(sa.bindparam("window"))
+)
+_ACTIVE_ROWS: Final = (
+    sa.select(*ROW_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
+    .order_by(messages.c.seq)
+)
+_HISTORY: Final = (
+    sa.select(*ROW_COLUMNS).where(messages.c.session_id == _sid).order_by(messages.c.seq)
+)
+_CONTEXT_TOKENS: Final = sa.select(sessions.c.context_tokens).where(sessions.c.session_id == _sid)
+_METADATA: Final = sa.select(sessions.c.metadata).where(sessions.c.session_id == _sid)
+_INSERT_MESSAGES: Final = messages.insert()
+_INSERT_EVENTS: Final = events.insert()
+# Columns to set are passed as parameters; updated_at always moves.
+_UPDATE_SESSION: Final = (
+    sessions.update()
+    .where(sessions.c.session_id == _sid)
+    .values(updated_at=sa.func.current_timestamp())
+)
+
+
+# Calls answered by a later batch are recent: look in the active context only (a
+# range of the primary key), which keeps the lookup bounded without another index.
+_KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
+    messages.c.session_id == _sid,
+    messages.c.seq >= _start,
+    messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
+    messages.c.tool_name.is_not(None),
+)
+
+
+class Publisher(Protocol):
+    """Where stored events go next (the exporters' EventBus); must not block."""
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Queue events for export."""
+        ...
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until queued events were exported; False on timeout."""
+        ...
+
+
+def _visible_payloads(
+    conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
+) -> list[Any]:
+    """Payloads of the visible rows (unsealed as needed)."""
+    return [
+        row.payload
+        if row.payload_sealed is None
+        else keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed)
+        for row in visible_in_order(rows)
+    ]
+
+
+def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
+    rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": call_ids})
+    return {call_id: name for call_id, name in rows}
+
+
+def _tx_append_general(
+    conn: Connection,
+    batch: Batch,
+    originals: Mapping[int, Mapping[str, Any]],
+    keys: SessionKeys,
+) -> list[int]:
+    """Append where some items are truncated copies (their originals go to `archives`,
+    the rows point at them) or payloads are sealed; both backends, one transaction."""
+    last = conn.execute(APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
+    first = last - len(batch.payloads) + 1
+    session = lock_session(conn, batch.session_id)  # already locked: the upsert took it
+    assert session is not None
+    key = keys.for_rows(conn, dict(session._mapping))
+    archive_ids: dict[int, int] = {}
+    for index, original in originals.items():
+        body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
+        columns = archive_columns(
+            body, session_id=batch.session_id, compaction_id=None, keyring=keys.keyring
+        )
+        archive_ids[index] = conn.execute(
+            archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
+        ).scalar_one()
+    rows = []
+    for offset, values in enumerate(batch.rows(first)):
+        row = dict(zip(ITEM_COLUMNS, values, strict=True))
+        row["archive_id"] = archive_ids.get(offset)
+        seal_row(row, key)
+        rows.append(row)
+    conn.execute(_INSERT_MESSAGES, rows)
+    return list(range(first, last + 1))
+
+
+def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
+    """The newest visible, not-yet-popped row, scanning back in growing windows."""
+    window = 16
+    while True:
+        rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
+        hidden: set[int] = set()
+        for row in rows:
+            if row.kind == KIND_TOMBSTONE:
+                hidden.add(row.ref_seq)
+            elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
+                return row
+        if len(rows) < window:
+            return None
+        window *= 4
+
+
+def _marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "seq": seq,
+        "kind": kind,
+        "ref_seq": ref_seq,
+        "tokens": 0,
+        "protected": False,
+        "payload": None,
+    }
+
+
+def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
+    session = lock_session(conn, session_id)
+    target = None if session is None else _newest_visible(conn, session_id)
+    if session is None or target is None:
+        return None
+    seq = session.last_seq + 1
+    conn.execute(_INSERT_MESSAGES, _marker_row(session_id, seq, KIND_TOMBSTONE, target.seq))
+    conn.execute(
+        _UPDATE_SESSION,
+        {
+            "sid": session_id,
+            "last_seq": seq,
+            "context_items": max(session.context_items - 1, 0),
+            "context_tokens": max(session.context_tokens - target.tokens, 0),
+        },
+    )
+    return decode_payload(
+        keys.plain(conn, session_id, target.seq, target.payload, target.payload_sealed)
+    )
+
+
+def _tx_clear(conn: Connection, session_id: str) -> None:
+    session = lock_session(conn, session_id)
+    if session is None:
+        return
+    seq = session.last_seq + 1
+    conn.execute(_INSERT_MESSAGES, _marker_row(session_id, seq, KIND_CLEAR, None))
+    conn.execute(
+        _UPDATE_SESSION,
+        {
+            "sid": session_id,
+            "last_seq": seq,
+            "context_start_seq": seq + 1,
+            "context_items": 0,
+            "context_tokens": 0,
+        },
+    )
+
+
+def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]) -> bool:
+    session = lock_session(conn, session_id)
+    if session is None:
+        return False
+    merged = {**(session._mapping["metadata"] or {}), **values}
+    conn.execute(sessions.update().where(sessions.c.session_id == session_id), {"metadata": merged})
+    return True
+
+
+def _tx_delete(conn: Connection, session_id: str) -> bool:
+    conn.execute(events.delete().where(events.c.session_id == session_id))
+    result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
+    return bool(result.rowcount)
+
+
+_TOKEN_SEQ: Final = sa.select(messages.c.seq).where(
+    messages.c.session_id == _sid, messages.c.append_token == sa.bindparam("token")
+)
+_MAX_TOKEN_LENGTH: Final = 128
+
+
+# Preparing this much text (validate, encode, count) takes ~10 ms; a batch with more is
+# prepared on a worker thread so the event loop keeps serving other tasks.
+_PREPARE_INLINE_MAX_CHARS: Final = 64 * 1024
+
+
+def _read_token_seq(conn: Connection, session_id: str, token: str) -> int:
+    """The first seq of the stored batch with this token."""
+    return int(conn.execute(_TOKEN_SEQ, {"sid": session_id, "token": token}).scalar_one())
+
+
+def _append_token(token: object) -> str:
+    """The caller's idempotency token, checked, or a fresh one (96 random bits)."""
+    if token is None:
+        return secrets.token_hex(12)
+    if not isinstance(token, str) or not 0 < len(token) <= _MAX_TOKEN_LENGTH:
+        raise TypeError(f"token must be a str of 1 to {_MAX_TOKEN_LENGTH} characters")
+    return token
+
+
+def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    conn.execute(_INSERT_EVENTS, rows)
+
+
+def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
+    rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
+    return decode_payloads(_visible_payloads(conn, keys, session_id, rows))
+
+
+def _read_tail(
+    conn: Connection, session_id: str, limit: int, keys: SessionKeys
+) -> list[dict[str, Any]]:
+    window = limit
+    while True:
+        rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
+        visible = _visible_payloads(conn, keys, session_id, rows)
+        if len(visible) >= limit or len(rows) < window:
+            break
+        window *= 2
+    return decode_payloads(visible[:limit][::-1])
+
+
+def _read_rows(
+    conn: Connection, statement: sa.Select[Any], session_id: str, keys: SessionKeys
+) -> list[StoredRow]:
+    return stored_rows(conn, keys, session_id, conn.execute(statement, {"sid": session_id}))
+
+
+def _read_first(
+    conn: Connection, statement: sa.Select[Any], params: dict[str, Any]
+) -> AnyRow | None:
+    return conn.execute(statement, params).first()
+
+
+def _read_all(conn: Connection, statement: sa.Select[Any]) -> list[AnyRow]:
+    return list(conn.execute(statement).all())
+
+
+class SessionStore:
+    """Sessions as append-only rows in SQLite (default) or PostgreSQL.
+
+    Open one store per database and share it: it owns the connection pool.
+    """
+
+    def __init__(
+        self,
+        url: str | URL | None = None,
+        *,
+        engine: AsyncEngine | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
+        model: str = DEFAULT_MODEL,
+        estimator: TokenEstimator | None = None,
+        create_tables: bool | None = None,
+        sqlite_busy_timeout_ms: int = 5000,
+        sqlite_synchronous: str = "FULL",
+        engine_kwargs: Mapping[str, Any] | None = None,
+        keyring: Keyring | Literal["env"] | None = "env",
+        redactor: Redactor | None = None,
+        redact_archives: bool = False,
+        encrypt_payloads: bool = False,
+        publisher: Publisher | None = None,
+        read_only: bool = False,
+    ) -> None:
+        """Open a store; nothing touches the database until the first call.
+
+        `create_tables` migrates the database to the newest schema when needed;
+        it defaults to True for SQLite (the embedded default) and False for
+        PostgreSQL, where `sessionstore migrate` is the deliberate path.
+        `keyring` seals archives; "env" loads it from $SESSIONSTORE_KEYS or
+        $SESSIONSTORE_KEY_FILE (None when neither is set: archives stay plain).
+        `redactor` scrubs secrets from events before they are stored or exported
+        (on by default; the live session is never changed); `redact_archives`
+        also scrubs archived copies. `encrypt_payloads` seals every new message
+        payload under a per-session key (needs a keyring); typed columns stay plain.
+        `publisher` (an EventBus) receives every stored event, for exporters.
+        `engine` is an AsyncEngine of yours (instead of `url`, as the SDK's
+        SQLAlchemySession takes it): `store.engine` returns it, the store's own
+        work runs on connections it opens to the same database, one pool per
+        event loop. `timeout_s` bounds every wait inside the store.
+        `max_item_bytes` refuses larger items (InvalidItemError) before any work on them.
+        `read_only` opens the database for reading only: a missing SQLite file is an
+        error (DatabaseNotFoundError) instead of a new database, the schema is checked
+        but never migrated, SQLite opens the file `mode=ro`, PostgreSQL runs every
+        transaction READ ONLY, and writes raise ReadOnlyStoreError.
+        """
+        if engine is not None and url is not None:
+            raise TypeError("pass a url or an engine, not both")
+        if engine is not None and not isinstance(engine, AsyncEngine):
+            raise TypeError(
+                f"engine must be a SQLAlchemy AsyncEngine (create_async_engine(...)), "
+                f"got {type(engine).__name__}"
+            )
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        self.url = resolve_url(engine.url if engine is not None else url)
+        self.timeout_s = float(timeout_s)
+        self.max_item_bytes = check_positive("max_item_bytes", max_item_bytes)
+        self.database = open_database(
+            self.url,
+            engine=engine,
+            timeout_s=self.timeout_s,
+            sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
+            sqlite_synchronous=sqlite_synchronous,
+            read_only=read_only,
+            **dict(engine_kwargs or {}),
+        )
+        self.dialect = self.database.dialect
+        self.model = model
+        self._estimator = estimator
+        self.keyring: Keyring | None = Keyring.load() if keyring == "env" else keyring
+        self.redactor = redactor or Redactor()
+        self.redact_archives = redact_archives
+        self.session_keys = SessionKeys(self.keyring, encrypt_new=encrypt_payloads)
+        self.publisher = publisher
+        if read_only and create_tables:
+            raise TypeError("a read-only store cannot create tables: drop create_tables=True")
+        self.read_only = read_only
+        self._create_tables = (
+            not read_only and self.dialect == "sqlite" if create_tables is None else create_tables
+        )
+        self._ready = False
+        self._ready_lock = LoopSafeLock("the store's schema check")
+
+    @property
+    def estimator(self) -> TokenEstimator:
+        """Counts tokens (exact when a verified vocabulary loads); loaded on first use, so a
+        store that only reads never pays for the vocabulary."""
+        if self._estimator is None:
+            self._estimator = estimator_for_model(self.model)
+        return self._estimator
+
+    @property
+    def safe_url(self) -> str:
+        """The URL with any password masked, for messages and logs."""
+        return self.url.render_as_string(hide_password=True)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """An AsyncEngine on the same database, for your own SQL over the documented schema."""
+        return self.database.async_engine()
+
+    async def __aenter__(self) -> SessionStore:
+        await self.ensure_ready()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release every pooled connection and worker thread; give exporters a bounded flush."""
+        if self.publisher is not None:  # events of a short-lived process must still leave it
+            await asyncio.to_thread(self.publisher.flush, PUBLISHER_FLUSH_TIMEOUT_S)
+        await self.database.dispose()
+
+    async def ensure_ready(self) -> None:
+        """Check (or, with create_tables, migrate) the schema once per store."""
+        if self._ready:
+            return
+        async with self._ready_lock.hold(self.timeout_s):
+            if self._ready:
+                return
+            migrated = await ensure_schema(
+                self.database,
+                create=self._create_tables,
+                url_hint=self.safe_url,
+                timeout_s=self.timeout_s,
+            )
+            self._ready = True
+            if self.read_only:
+                return  # nothing may be written, not even these notes
+            warnings: list[Event] = []
+            if not self.redactor.enabled:
+                warnings.append(redaction_disabled_event())  # before anything is exported
+            if migrated is not None:
+                warnings.append(Event("schema.migrated", fields=migrated))
+            reason = getattr(self.estimator, "fallback_reason", None)
+            if reason:
+                fields = {"estimator": self.estimator.name, "reason": reason}
+                warnings.append(
+                    Event("tokens.estimator_fallback", severity="warning", fields=fields)
+                )
+            await self.record_events(warnings)
+
+    # ------------------------------------------------------------- the seam
+
+    async def write_transaction(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(connection, *args)` as one write transaction on this store's database.
+
+        The one way in for kernel jobs that write beyond appends (a compaction's commit,
+        retention, key rotation): the schema is checked first, the per-backend write
+        rules (SQLite's writer thread, bounded waits, uncancellable outcome) apply.
+        """
+        await self.ensure_ready()
+        return await self.database.write(fn, *args, **kwargs)
+
+    async def read_snapshot(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run `fn(connection, *args)` for reading (archives, policies, key usage)."""
+        await self.ensure_ready()
+        return await self.database.read(fn, *args, **kwargs)
+
+    # ------------------------------------------------------------------ writes
+
+    async def append(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        protected: bool = False,
+        originals: Mapping[int, Mapping[str, Any]] | None = None,
+        token: str | None = None,
+    ) -> list[int]:
+        """Append items in order and return their seqs. All or nothing.
+
+        Every item is validated (and counted) before the database is touched, so
+        a bad item leaves the session exactly as it was. `originals` maps the
+        index of a truncated item to its full original, archived alongside.
+        `token` identifies the batch (one is generated when omitted): appending
+        again with the token of a stored batch stores nothing and returns its seqs,
+        so a retry after `StoreUnavailableError(outcome_known=False)` is safe.
+        """
+        check_session_id(session_id)
+        items = item_list(items)
+        protected = check_flag("protected", protected)
+        token = _append_token(token)
+        if not items:
+            return []
+        if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
+            prepared = await asyncio.to_thread(self._prepare, items)
+        else:  # a thread hop costs more than preparing a turn
+            prepared = self._prepare(items)
+        payloads, infos, counts = prepared
+        await self.ensure_ready()
+        batch = Batch(
+            session_id=session_id,
+            payloads=payloads,
+            infos=await self._name_late_outputs(session_id, infos),
+            counts=counts,
+            protected=protected,
+            encoding=self.estimator.name,
+            token=token,
+        )
+        try:
+            return await self._write_batch(batch, originals or {})
+        except DuplicateAppendError:  # a retry of a stored batch: what it stored then
+            first = await self.database.read(_read_token_seq, session_id, token)
+            return list(range(first, first + len(items)))
+        except StoreUnavailableError as error:
+            error.token = token
+            raise
+
+    def _prepare(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[str], list[ItemInfo], list[int]]:
+        """Validate, encode, describe and count a batch: the CPU work of an append."""
+        limit = self.max_item_bytes
+        payloads = [encode_payload(item, index, limit) for index, item in enumerate(items)]
+        names = call_names_in(items)  # validated above: every item is a mapping
+        infos = [describe(item, names) for item in items]
+        return payloads, infos, [self.estimator.count_item(item) for item in items]
+
+    async def _write_batch(
+        self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]
+    ) -> list[int]:
+        if originals or self.session_keys.encrypt_new:
+            return await self.database.write(
+                _tx_append_general, batch, originals, self.session_keys
+            )
+        return await self.database.append_batch(batch)
+
+    async def _name_late_outputs(self, session_id: str, infos: list[ItemInfo]) -> list[ItemInfo]:
+        """Name the tool on outputs whose call was appended in an earlier batch.
+
+        Names of earlier calls never change, so this read need not share the
+        append's transaction; it only happens when such an output arrives.
+        """
+        missing = sorted(
+            {
+                info.call_id
+                for info in infos
+                if info.tool_name is None and info.call_id and is_tool_output(info)
+            }
+        )
+        if not missing:
+            return infos
+        known = await self.database.read(_read_call_names, session_id, missing)
+        return [
+            replace(info, tool_name=known[info.call_id])
+            if info.tool_name is None and info.call_id in known
+            else info
+            for info in infos
+        ]
+
+    async def pop(self, session_id: str) -> dict[str, Any] | None:
+        """Hide and return the newest item of the active context (a tombstone row)."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.write(_tx_pop, session_id, self.session_keys)
+
+    async def clear(self, session_id: str) -> None:
+        """Start an empty active context with a clear marker; history stays for audit."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        await self.database.write(_tx_clear, session_id)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Physically delete a session, its rows and events (admin/retention only).
+
+        Its archives stay (retention's delete_archives removes them); their memberships go
+        with the rows, so the id can be reused.
+        """
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.write(_tx_delete, session_id)
+
+    async def record_events(self, batch: Sequence[Event]) -> None:
+        """Store events (redacted) as rows of `events`, the source of truth for exporters."""
+        if batch:
+            await self.ensure_ready()
+            redacted = self.redacted(batch)
+            await self.database.write(_tx_events, [event.row() for event in redacted])
+            self.publish(redacted)
+
+    def publish(self, batch: Sequence[Event]) -> None:
+        """Hand stored (already redacted) events to the exporters; never blocks or raises."""
+        if self.publisher is not None and batch:
+            self.publisher.publish(batch)
+
+    def redacted(self, batch: Sequence[Event]) -> list[Event]:
+        """Events with secrets scrubbed (copies; the originals are untouched)."""
+        return [self.redactor.event(event) for event in batch]
+
+    # ------------------------------------------------------------------- reads
+
+    async def load_context(self, session_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """The active context in order: everything visible from the last marker forward.
+
+        `limit` follows the Agents SDK: the newest `limit` items in chronological
+        order; 0 returns nothing and a negative limit returns everything.
+        """
+        check_session_id(session_id)
+        check_count("limit", limit)
+        await self.ensure_ready()
+        if limit == 0:
+            return []
+        if limit is not None and limit > 0:
+            return await self.database.read(_read_tail, session_id, limit, self.session_keys)
+        if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
+            records = await self.database.active_rows(session_id)
+            if not any(record[4] is not None for record in records):  # older sealed rows?
+                return decode_payloads([record[3] for record in visible_in_order(records)])
+        return await self.database.read(_read_active, session_id, self.session_keys)
+
+    async def context_rows(self, session_id: str) -> list[StoredRow]:
+        """Every row of the active context (tombstones and hidden rows included)."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
+
+    async def history(self, session_id: str) -> list[StoredRow]:
+        """Every row the session ever had, in seq order."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
+
+    async def context_tokens(self, session_id: str) -> int:
+        """Token total of the active context, from the running counter (no re-tokenizing)."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        row = await self.database.read(_read_first, _CONTEXT_TOKENS, {"sid": session_id})
+        return 0 if row is None else int(row[0])
+
+    async def session_info(self, session_id: str) -> SessionInfo | None:
+        """The session's bookkeeping row, or None if it was never written."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        row = await self.database.read(_read_first, SESSION_ROW, {"sid": session_id})
+        return None if row is None else _session_info(row)
+
+    async def session_metadata(self, session_id: str) -> dict[str, Any] | None:
+        """The session's free-form `metadata` object ({} when unset), or None if never written."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        row = await self.database.read(_read_first, _METADATA, {"sid": session_id})
+        return None if row is None else dict(row[0] or {})
+
+    async def merge_session_metadata(self, session_id: str, values: Mapping[str, Any]) -> bool:
+        """Set top-level metadata keys, keeping the others; False if the session does not exist.
+
+        Under the session lock, so concurrent merges never lose each other's keys.
+        Metadata is bookkeeping, not a conversation write: `updated_at` does not move.
+        """
+        check_session_id(session_id)
+        if not isinstance(values, Mapping):
+            raise TypeError(f"values must be a mapping, got a {type(values).__name__}")
+        check_json_object(values, "metadata")
+        await self.ensure_ready()
+        return await self.database.write(_tx_merge_metadata, session_id, dict(values))
+
+    async def list_sessions(
+        self, *, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions, most recently updated first."""
+        check_non_negative("limit", limit)
+        check_non_negative("offset", offset, allow_none=False)
+        await self.ensure_ready()
+        stmt = (
+            sa.select(*sessions.c)
+            .order_by(sessions.c.updated_at.desc(), sessions.c.session_id)
+            .offset(offset)
+            .limit(limit)
+        )
+        return [_session_info(row) for row in await self.database.read(_read_all, stmt)]
+
+
+def _session_info(row: AnyRow) -> SessionInfo:
+    values = row._mapping
+    return SessionInfo(**{name: values[name] for name in SessionInfo.__slots__})

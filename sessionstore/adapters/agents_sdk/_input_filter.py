@@ -1,0 +1,81 @@
+"""Pre-flight compaction before every model call of an Agents SDK run.
+
+`RunConfig(call_model_input_filter=input_filter(manager))` runs before every model
+call, tool loops included. The SDK does not write the filter's output back to the
+session, so the compaction is persisted by the manager itself; the filter then hands
+the model the stored (compacted) context plus whatever the SDK has not stored yet,
+cleaned of orphan tool calls/outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from agents import Agent, FunctionTool, TResponseInputItem
+from agents.run_config import CallModelData, ModelInputData
+
+from ...compaction import normalize
+from ._observer import watch_runs
+from ._tracking import current_run
+
+if TYPE_CHECKING:
+    from ...compaction import CompactionManager
+
+
+def tool_schemas(agent: Agent[Any]) -> list[dict[str, Any]]:
+    """The JSON the model receives for the agent's tools (what their tokens cost)."""
+    schemas: list[dict[str, Any]] = []
+    for tool in agent.tools:
+        if isinstance(tool, FunctionTool):
+            schemas.append(
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.params_json_schema,
+                }
+            )
+        else:
+            schemas.append({"type": type(tool).__name__, "name": getattr(tool, "name", "")})
+    return schemas
+
+
+def input_filter(
+    manager: CompactionManager,
+) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
+    """The `call_model_input_filter` for runs whose sessions this manager compacts."""
+    watch_runs(manager)
+
+    async def model_input_filter(data: CallModelData[Any]) -> ModelInputData:
+        return await filter_model_input(manager, data)
+
+    return model_input_filter
+
+
+async def filter_model_input(
+    manager: CompactionManager, data: CallModelData[Any]
+) -> ModelInputData:
+    """The pre-flight step before a model call: estimate, maybe compact, rebuild, clean."""
+    items: list[Any] = list(data.model_data.input)
+    instructions = data.model_data.instructions
+    run = current_run(store_id=id(manager.store))
+    if run is None:
+        # Not a SQLSession run of this manager's store: nothing to persist, only hygiene.
+        return _model_input(items, instructions)
+    unsaved = items[min(run.stored_prefix, len(items)) :]
+    await manager.before_model_call(
+        run.session_id,
+        unsaved_tokens=sum(manager.estimator.count_item(item) for item in unsaved),
+        instructions=instructions,
+        tools=tool_schemas(data.agent),
+    )
+    if run.compacted:  # marked by the run observer when the stored context was rewritten
+        items = [*await manager.store.load_context(run.session_id), *unsaved]
+    return _model_input(items, instructions)
+
+
+def _model_input(items: list[Any], instructions: str | None) -> ModelInputData:
+    """What the model gets: the items cleaned of orphan calls/outputs and private `meta`."""
+    cleaned = cast("list[TResponseInputItem]", normalize(items).items)
+    return ModelInputData(input=cleaned, instructions=instructions)

@@ -1,0 +1,164 @@
+"""`sessionstore archive`: list archives, and show the originals they hold, decrypted and
+verified, redacted unless --no-redact.
+
+Archives are found by their own session id, so those kept after their session was
+deleted (retention can keep them) still open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .._archive_sealing import OpenedArchive
+from .._redaction import Redactor, redaction_disabled_event
+from ..archive import ArchiveInfo, list_archives, read_archives
+from ._common import (
+    EXIT_FAILED,
+    ConfigOption,
+    UrlOption,
+    command_group,
+    console,
+    emit_json,
+    err_console,
+    iso_utc,
+    open_store,
+    record_audit,
+)
+from ._text import json_text, shown
+
+archive_app = command_group(help="Archived originals (compaction, truncation).")
+_MAX_ID = 2**63 - 1
+
+
+@archive_app.command("list")
+def list_(
+    session_id: Annotated[str | None, typer.Argument(help="Only this session's.")] = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    limit: Annotated[int, typer.Option(min=1, max=1_000_000, help="The newest N.")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Archives, newest last: id, session, reason, seq range, items, encryption (unopened)."""
+
+    async def go() -> list[ArchiveInfo]:
+        async with open_store(url, config, read_only=True) as store:
+            return await list_archives(store, session_id, limit=limit)
+
+    infos = asyncio.run(go())
+    rows = [
+        {
+            "archive_id": info.archive_id,
+            "session_id": info.session_id,
+            "reason": info.reason,
+            "compaction_id": info.compaction_id,
+            "seqs": f"{info.from_seq}..{info.to_seq}",
+            "items": info.items,
+            "encrypted": info.encrypted,
+            "key": info.kek_id,
+            "created_at": iso_utc(info.created_at),
+        }
+        for info in infos
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        err_console.print(
+            shown("no archives" + (f" of session {session_id!r}" if session_id else ""))
+        )
+        return
+    table = Table(title=f"Archives ({len(rows)})")
+    for column in rows[0]:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(shown("" if value is None else value) for value in row.values()))
+    console.print(table)
+
+
+@archive_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session whose archives to show.")],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    compaction: Annotated[
+        int | None, typer.Option(min=1, max=_MAX_ID, help="Only this compaction's archive.")
+    ] = None,
+    archive: Annotated[
+        int | None, typer.Option("--archive", min=1, max=_MAX_ID, help="Only this archive.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="At most N archived rows per archive.")
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
+    ] = True,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON lines, one archived row each.")
+    ] = False,
+) -> None:
+    """Print archived rows (secrets redacted unless --no-redact; --config adds its patterns)."""
+
+    async def go() -> tuple[list[OpenedArchive], Redactor]:
+        async with open_store(url, config, read_only=True) as store:
+            opened = await read_archives(
+                store, session_id, compaction_id=compaction, archive_id=archive
+            )
+            redactor = store.redactor if redact else Redactor(enabled=False)
+            known = opened or await store.session_info(session_id) is not None
+        if not known:
+            err_console.print(
+                shown(
+                    f"no session {session_id!r} and no archives of it in {store.safe_url}; "
+                    "`sessionstore sessions list` and `sessionstore archive list` show what "
+                    "is there"
+                )
+            )
+            raise typer.Exit(EXIT_FAILED)
+        if not opened and (compaction is not None or archive is not None):
+            which = f"compaction {compaction}" if compaction is not None else f"id {archive}"
+            err_console.print(
+                shown(
+                    f"session {session_id!r} has no archive of {which}; "
+                    f"`sessionstore archive list {session_id}` lists its archives"
+                )
+            )
+            raise typer.Exit(EXIT_FAILED)
+        if opened and not redact:
+            await record_audit(url, config, [redaction_disabled_event(session_id)])
+        return opened, redactor
+
+    opened, redactor = asyncio.run(go())
+    if not opened:
+        console.print(shown(f"no archives for session {session_id!r}"))
+        return
+    if not redact:
+        err_console.print(shown("warning: redaction is off; secrets in the archive are printed"))
+    for item in opened:
+        records = item.records[:limit] if limit is not None else item.records
+        if not as_json:
+            console.print(
+                shown(
+                    f"== archive {item.archive_id} ({item.reason}, compaction "
+                    f"{item.compaction_id}, seq {item.from_seq}-{item.to_seq}, "
+                    f"key {item.kek_id or 'none: unencrypted'})",
+                    "bold",
+                )
+            )
+        for record in records:
+            visible = redactor.value(record)
+            if as_json:
+                line = {"archive_id": item.archive_id, **visible}
+                sys.stdout.write(json_text(line) + "\n")
+            else:
+                console.print(shown(json_text(visible, indent=2)))
+        if len(records) < len(item.records):
+            err_console.print(
+                shown(
+                    f"note: archive {item.archive_id}: {len(records)} of {len(item.records)} rows"
+                )
+            )

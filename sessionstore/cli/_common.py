@@ -1,0 +1,300 @@
+"""Shared CLI pieces: consoles, the --url and --config options, exit codes, user errors."""
+
+from __future__ import annotations
+
+import base64
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import asyncpg
+import sqlalchemy as sa
+import typer
+from rich.console import Console
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
+
+try:  # typer >= 0.20 ships its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
+from .._builders import build_store
+from .._config import SessionStoreConfig, load_config
+from .._database import resolve_url
+from .._errors import (
+    ArchiveSinkError,
+    CompactionError,
+    EncodingUnavailableError,
+    KeyIntegrityError,
+    KeyUnavailableError,
+    SealedDataError,
+    SessionStoreError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+    SummarizerError,
+)
+from .._events import Event
+from .._store import SessionStore
+from ._text import json_text, shown
+
+_UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored text is wrapped or cut
+
+
+def _console(stderr: bool = False) -> Console:
+    """The terminal's console; for a pipe or a file, one that never wraps, cuts or colours
+    (`events | grep` must see whole events). Nothing is auto-highlighted: output is data."""
+    if (sys.stderr if stderr else sys.stdout).isatty():
+        return Console(stderr=stderr, highlight=False)
+    return Console(
+        stderr=stderr,
+        width=_UNWRAPPED_WIDTH,
+        color_system=None,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+console = _console()
+err_console = _console(stderr=True)
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1  # the command ran and found a problem (e.g. a check failed)
+EXIT_USAGE: Final = 2  # bad arguments or configuration: nothing was done
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="SESSIONSTORE_URL",
+        help="Database URL (default: sqlite:///sessionstore.db in the working directory).",
+    ),
+]
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        envvar="SESSIONSTORE_CONFIG",
+        dir_okay=False,
+        help="A compact.yaml/.json (docs/CONFIGURATION.md): store, keys, redaction, exporters.",
+    ),
+]
+
+
+def shown_url(url: str | None) -> str:
+    """The URL as it may be printed (password masked)."""
+    return resolve_url(url).render_as_string(hide_password=True)
+
+
+def load_settings(url: str | None, config: Path | None) -> SessionStoreConfig | None:
+    """The --config file's settings with --url (when given) winning over `store.url`."""
+    if config is None:
+        return None
+    settings = load_config(config)
+    if url is None:
+        return settings
+    return settings.model_copy(update={"store": settings.store.model_copy(update={"url": url})})
+
+
+def target_url(url: str | None, config: Path | None) -> str | None:
+    """The database a command works on: --url, else the config's `store.url`, else the default."""
+    settings = load_settings(url, config)
+    return url if settings is None else settings.store.url
+
+
+def open_store(
+    url: str | None,
+    config: Path | None,
+    *,
+    read_only: bool = False,
+    create_tables: bool | None = None,
+) -> SessionStore:
+    """A store from --config (keys, redaction, exporters) or, without one, from --url alone.
+
+    `read_only` for commands that only read: a missing SQLite file is an error naming
+    the path (never a new empty database), an old schema is refused (never migrated).
+    `create_tables` overrides the default (and the config's `store.create_tables`).
+    """
+    settings = load_settings(url, config)
+    if settings is None:
+        return SessionStore(url, read_only=read_only, create_tables=create_tables)
+    if create_tables is not None:
+        store_settings = settings.store.model_copy(update={"create_tables": create_tables})
+        settings = settings.model_copy(update={"store": store_settings})
+    return build_store(settings, read_only=read_only)
+
+
+async def record_audit(url: str | None, config: Path | None, events: Sequence[Event]) -> None:
+    """Record audit events (e.g. --no-redact) where the database allows it; a read never
+    fails for its audit trail (a read-only file, a replica): it says so on stderr instead."""
+    try:
+        async with open_store(url, config, create_tables=False) as store:
+            await store.record_events(events)
+    except (SessionStoreError, OSError, sqlite3.Error, sa.exc.DBAPIError) as error:
+        err_console.print(
+            shown(f"note: the audit event was not recorded ({_first_line(error)})", "yellow")
+        )
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 with its zone; SQLite hands back naive UTC timestamps, PostgreSQL aware ones."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.isoformat()
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return str(value)
+
+
+def emit_json(data: object) -> None:
+    """`--json` output: valid JSON, timestamps in ISO 8601 with zone; coloured on a TTY,
+    plain text otherwise."""
+    text = json_text(data, indent=2, default=_json_value)
+    if sys.stdout.isatty():
+        console.print_json(text)
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@contextmanager
+def quiet_on_closed_pipe() -> Iterator[None]:
+    """A reader that went away (`| head -1`) ends the command quietly with exit 0."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no noise at exit
+        raise typer.Exit(0) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorOutcome:
+    """How the CLI reports one kind of error: a label, an exit code, an optional next step."""
+
+    label: str
+    code: int
+    hint: str | None = None
+
+
+_UNREACHABLE_HINT: Final = "check --url / $SESSIONSTORE_URL; `sessionstore doctor` tests it"
+
+# Keyed by class; an error takes the entry of its nearest class in its MRO, so the order
+# here does not matter. Exit 2: the input or configuration was wrong, nothing was done.
+# Exit 1: the command was fine but something it needed failed (database, keys, summarizer).
+ERROR_OUTCOMES: Final[Mapping[type[BaseException], ErrorOutcome]] = {
+    SessionStoreError: ErrorOutcome("error", EXIT_USAGE),
+    StoreError: ErrorOutcome("database error", EXIT_FAILED),
+    StoreUnavailableError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
+    StoreTimeoutError: ErrorOutcome("timed out", EXIT_FAILED),
+    CompactionError: ErrorOutcome("compaction failed", EXIT_FAILED),
+    SummarizerError: ErrorOutcome("summarizer failed", EXIT_FAILED),
+    KeyUnavailableError: ErrorOutcome("key unavailable", EXIT_FAILED),
+    KeyIntegrityError: ErrorOutcome("cannot open sealed data", EXIT_FAILED),
+    SealedDataError: ErrorOutcome("cannot open sealed data", EXIT_FAILED),
+    ArchiveSinkError: ErrorOutcome("archive copy failed", EXIT_FAILED),
+    EncodingUnavailableError: ErrorOutcome("tokenizer unavailable", EXIT_FAILED),
+    OSError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
+    sqlite3.Error: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
+    asyncpg.PostgresError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
+    sa.exc.DBAPIError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
+}
+
+
+def outcome_of(error: BaseException) -> ErrorOutcome | None:
+    """The entry of the error's nearest class in ERROR_OUTCOMES, or None (a bug: re-raise)."""
+    return next((ERROR_OUTCOMES[c] for c in type(error).__mro__ if c in ERROR_OUTCOMES), None)
+
+
+def _first_line(error: BaseException) -> str:
+    if isinstance(error, SessionStoreError):
+        return str(error)  # ours: written for people (a ConfigError lists its problems)
+    reason = getattr(error, "orig", None) or error  # a driver's: its first line, named
+    return f"{type(reason).__name__}: {reason}".splitlines()[0]
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """User errors print one clear message and a dependable exit code, not a traceback.
+
+    The message is data: printed verbatim, never read as markup (it may quote stored text).
+    """
+    try:
+        with quiet_on_closed_pipe():
+            yield
+    except Exception as error:
+        outcome = outcome_of(error)
+        if outcome is None:
+            raise
+        err_console.print(
+            Text.assemble((f"{outcome.label}:", "red"), " ", shown(_first_line(error)))
+        )
+        if outcome.hint:
+            err_console.print(Text(outcome.hint))
+        raise typer.Exit(outcome.code) from None
+
+
+# Plain help and errors: no `<bool>` noise, no boxes, help text never read as markup.
+CLI_SETTINGS: Final[dict[str, Any]] = {
+    "rich_markup_mode": None,
+    "pretty_exceptions_enable": False,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+
+
+def command_group(**options: Any) -> typer.Typer:
+    """A sub-command group with the CLI's common settings."""
+    return typer.Typer(**CLI_SETTINGS, **options)
+
+
+class _OneLineUsage:
+    """Usage errors as one line on stderr (what was wrong, where to read more), exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)  # type: ignore[misc]
+        except click_errors.NoArgsIsHelpError as error:
+            error.show()
+            sys.exit(error.exit_code)
+        except click_errors.UsageError as error:
+            where = error.ctx.command_path if error.ctx is not None else "sessionstore"
+            err_console.print(
+                shown(f"error: {error.format_message()} (`{where} -h` lists the options)")
+            )
+            sys.exit(EXIT_USAGE)
+        except click_errors.ClickException as error:
+            error.show()
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            err_console.print(shown("aborted"))
+            sys.exit(EXIT_FAILED)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+class GuardedGroup(_OneLineUsage, TyperGroup):
+    """A command group whose every subcommand maps user errors to exit codes."""
+
+    def invoke(self, ctx: Any) -> Any:
+        with user_errors():
+            return super().invoke(ctx)
+
+
+class GuardedCommand(_OneLineUsage, TyperCommand):
+    """A single command (compactctl) with the same error mapping."""
+
+    def invoke(self, ctx: Any) -> Any:
+        with user_errors():
+            return super().invoke(ctx)

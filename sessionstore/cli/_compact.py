@@ -1,0 +1,256 @@
+"""`sessionstore compact` / `compactctl`: run, dry-run or diff a compaction.
+
+`--diff` and `--dry-run` only preview (the store is opened read-only); `--diff --write`
+previews and compacts. Previews and the summary are redacted unless --no-redact, and
+printed verbatim. A summarizer that failed is reported, and the command exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from .._builders import build_manager, build_store
+from .._config import SessionStoreConfig
+from .._redaction import Redactor, redaction_disabled_event
+from .._store import SessionStore
+from ..compaction._manager import CompactionOutcome
+from ..compaction._marker import marker_line
+from ..compaction._prompts import BUILTIN_STRATEGIES, resolve_strategy
+from ..compaction._report import diff_lines
+from ._common import (
+    EXIT_FAILED,
+    ConfigOption,
+    UrlOption,
+    console,
+    emit_json,
+    err_console,
+    load_settings,
+    record_audit,
+)
+from ._sessions import require_session
+from ._text import shown
+
+_STYLE = {"=": "green", "-": "red"}
+
+
+def compact(
+    session_id: Annotated[str, typer.Argument(help="The session to compact.")],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; change nothing.")] = False,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Preview every row and its fate (changes nothing).")
+    ] = False,
+    write: Annotated[
+        bool, typer.Option("--write", help="With --diff: compact after the preview.")
+    ] = False,
+    strategy: Annotated[
+        str | None, typer.Option(help=f"One of {', '.join(sorted(BUILTIN_STRATEGIES))}.")
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option(min=1, max=1_000_000_000, help="The model's context window (default 128000)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model whose tokenizer counts (default gpt-4o).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible summarizer endpoint (default: offline).")
+    ] = None,
+    summarizer_model: Annotated[str | None, typer.Option(help="Model for --base-url.")] = None,
+    note: Annotated[str, typer.Option(help="Recorded with the compaction.")] = "cli",
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compact SESSION now (manual trigger); --dry-run/--diff show kept, summarized, dropped.
+
+    With --config, the file's policy, summarizer, sinks and exporters apply; options given
+    on the command line win.
+    """
+    from_file = load_settings(url, config)
+    settings = _with_options(
+        from_file or SessionStoreConfig(),
+        model=model,
+        window=window,
+        base_url=base_url,
+        summarizer_model=summarizer_model,
+    )
+    if strategy is not None:
+        try:
+            resolve_strategy(strategy, settings.policy.custom_strategies)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--strategy") from None
+
+    if write and not diff:
+        raise typer.BadParameter("--write goes with --diff (without --diff, compact writes)")
+    if write and dry_run:
+        raise typer.BadParameter("pick --dry-run or --write, not both")
+    preview = dry_run or (diff and not write)
+
+    async def run() -> tuple[CompactionOutcome, Redactor, bool]:
+        store = (
+            SessionStore(url, model=settings.model, read_only=preview, create_tables=False)
+            if from_file is None
+            else build_store(settings, read_only=preview)
+        )
+        manager = build_manager(settings, store)
+        async with manager.store:
+            await require_session(manager.store, session_id)
+            outcome = await manager.compact(
+                session_id, trigger="manual", note=note, strategy=strategy, dry_run=preview
+            )
+            redactor = manager.store.redactor if redact else Redactor(enabled=False)
+            encrypted = manager.store.keyring is not None
+        if not redact:
+            await record_audit(url, config, [redaction_disabled_event(session_id)])
+        return outcome, redactor, encrypted
+
+    outcome, redactor, encrypted = asyncio.run(run())
+    if not redact:
+        err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
+    if as_json:
+        emit_json(_as_json(outcome, redactor))
+    else:
+        _print(outcome, dry_run=preview, diff=diff, redactor=redactor)
+    if outcome.compacted and not preview and not encrypted:
+        err_console.print(
+            shown(
+                "note: archives are stored unencrypted: no key is configured "
+                "(`sessionstore keys generate`; docs/SECURITY.md)"
+            )
+        )
+    _fail_on_summarizer_error(outcome)
+
+
+def _fail_on_summarizer_error(outcome: CompactionOutcome) -> None:
+    """A summarizer that failed is news: say what happened and exit 1 (the compaction
+    itself went ahead prune-only, as designed)."""
+    if outcome.result is None or outcome.fallback is None:
+        return
+    reasons = [
+        f"{event.fields.get('error_type')}: {event.fields.get('message')}"
+        for event in outcome.result.events
+        if event.event == "compact.error"
+    ]
+    err_console.print(
+        Text.assemble(
+            ("summarizer failed:", "red"),
+            " ",
+            shown(
+                f"{'; '.join(reasons) or 'no summary'}; the compaction went ahead with "
+                f"fallback {outcome.fallback} (recent turns and pinned items kept, the rest "
+                "archived without a summary)"
+            ),
+        )
+    )
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _with_options(
+    settings: SessionStoreConfig,
+    *,
+    model: str | None,
+    window: int | None,
+    base_url: str | None,
+    summarizer_model: str | None,
+) -> SessionStoreConfig:
+    """The settings with whatever the command line gave winning over the file."""
+    top = {"model": model, "max_context_tokens": window}
+    settings = settings.model_copy(update={k: v for k, v in top.items() if v is not None})
+    if base_url is None and summarizer_model is None:
+        return settings
+    given = {"base_url": base_url, "model": summarizer_model}
+    summarizer = settings.summarizer.model_copy(
+        update={"kind": "openai", **{k: v for k, v in given.items() if v is not None}}
+    )
+    return settings.model_copy(update={"summarizer": summarizer})
+
+
+def _as_json(outcome: CompactionOutcome, redactor: Redactor) -> dict[str, object]:
+    lines = diff_lines(outcome.plan) if outcome.plan else []
+    return {
+        "session_id": outcome.session_id,
+        "compacted": outcome.compacted,
+        "tokens_before": outcome.tokens_before,
+        "tokens_after": outcome.tokens_after,
+        "reduction": round(outcome.reduction, 4),
+        "strategy": outcome.strategy,
+        "fallback": outcome.fallback,
+        "skipped_reason": outcome.skipped_reason,
+        "version": outcome.result.version if outcome.result else None,
+        "summary": redactor.text(outcome.summary) if outcome.summary else None,
+        "rows": [
+            {
+                "seq": line.seq,
+                "fate": line.fate,
+                "label": line.label,
+                "tokens": line.tokens,
+                "preview": redactor.text(line.preview),
+            }
+            for line in lines
+        ],
+    }
+
+
+def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: Redactor) -> None:
+    if outcome.plan is None or outcome.skipped_reason:
+        console.print(
+            shown(f"Nothing to compact in {outcome.session_id!r}: {outcome.skipped_reason}.")
+        )
+        return
+    lines = diff_lines(outcome.plan)
+    if diff:
+        table = Table(title=shown(f"{outcome.session_id}: what compaction does with each row"))
+        for column in ("", "seq", "fate", "role/type", "tokens", "text"):
+            table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
+        for line in lines:
+            table.add_row(
+                shown(line.sign, _STYLE[line.sign]),
+                shown(line.seq),
+                shown(line.fate),
+                shown(line.label),
+                shown(line.tokens),
+                shown(redactor.text(line.preview)),
+            )
+        console.print(table)
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line.fate] = counts.get(line.fate, 0) + 1
+    kept = ", ".join(
+        f"{fate} {n}" for fate, n in counts.items() if fate not in ("summarized", "prior summary")
+    )
+    console.print(
+        shown(
+            f"Kept: {kept}; summarized and archived: {counts.get('summarized', 0)} rows"
+            + (", replacing the prior summary" if "prior summary" in counts else "")
+        )
+    )
+    verb = "would go" if dry_run else "went"
+    caveat = " (estimate: the summary at its full allowance)" if dry_run else ""
+    console.print(
+        shown(
+            f"Tokens {verb} from {outcome.tokens_before:,} to {outcome.tokens_after:,} "
+            f"({outcome.reduction:.0%} less{caveat})."
+        )
+    )
+    if dry_run:
+        console.print(shown("Preview only: nothing was written (--diff --write compacts)."))
+    elif outcome.result is not None:
+        fallback = f", fallback {outcome.fallback}" if outcome.fallback else ""
+        console.print(
+            shown(
+                f"Wrote {marker_line(outcome.result.version)} ({outcome.strategy}{fallback}) "
+                f"as compaction {outcome.result.compaction_id}; the replaced rows are in "
+                f"archive (`sessionstore archive show {outcome.session_id} --compaction "
+                f"{outcome.result.compaction_id}`)."
+            )
+        )
+        if outcome.summary:
+            console.print(shown(redactor.text(outcome.summary), "dim"))

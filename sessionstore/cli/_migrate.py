@@ -1,0 +1,60 @@
+"""`sessionstore migrate`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from .._database import open_database, resolve_url
+from .._errors import SchemaTooNewError
+from .._migrations import current_revision, head_revision, known_revisions, upgrade
+from ._common import ConfigOption, UrlOption, console, shown_url, target_url
+from ._text import shown
+
+
+def migrate(
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    revision: Annotated[
+        str, typer.Option(help="Target revision id, or 'head' for the newest.")
+    ] = "head",
+) -> None:
+    """Create or upgrade the sessionstore tables (Alembic) to REVISION (default: newest)."""
+    url = target_url(url, config)
+
+    async def run() -> tuple[str | None, str | None]:
+        database = open_database(resolve_url(url))
+        try:
+            before = await current_revision(database)
+            if before is not None and before not in known_revisions():
+                raise SchemaTooNewError(
+                    f"{shown_url(url)} is at schema revision {before!r}, newer than this "
+                    f"sessionstore knows (newest {head_revision()!r}): it was migrated by a "
+                    "newer release. Upgrade sessionstore (pip install -U sessionstore); "
+                    "nothing was changed."
+                )
+            await upgrade(database, revision)
+            return before, await current_revision(database)
+        finally:
+            await database.dispose()
+
+    from alembic.util import CommandError  # Alembic loads only for this command
+
+    try:
+        before, after = asyncio.run(run())
+    except CommandError as exc:  # an unknown revision: the upgrade's transaction changed nothing
+        raise typer.BadParameter(
+            f"{exc}; use 'head' or a revision id such as {head_revision()!r} (the newest)",
+            param_hint="--revision",
+        ) from None
+    if before == after:
+        console.print(
+            shown(
+                f"{shown_url(url)} is already at revision {after} (newest: {head_revision()})",
+                "green",
+            )
+        )
+    else:
+        console.print(shown(f"{shown_url(url)}: migrated {before or 'empty'} -> {after}", "green"))

@@ -1,0 +1,273 @@
+"""`sessionstore sessions`: list, show, export and delete sessions.
+
+What is printed is the stored data: redacted unless --no-redact, never read as markup,
+and, on a pipe, neither wrapped nor cut. Only `delete` writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from .._items import text_of
+from .._redaction import Redactor, redaction_disabled_event
+from .._rows import SessionInfo, StoredRow, visible_rows
+from .._store import SessionStore
+from ._common import (
+    EXIT_FAILED,
+    ConfigOption,
+    UrlOption,
+    command_group,
+    console,
+    emit_json,
+    err_console,
+    iso_utc,
+    open_store,
+    record_audit,
+)
+from ._text import json_text, shown
+
+sessions_app = command_group(help="List, show, export and delete sessions.")
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+HistoryOption = Annotated[
+    bool, typer.Option("--history", help="Every row ever written, not just the active context.")
+]
+RedactOption = Annotated[
+    bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
+]
+PREVIEW_CHARS = 80
+
+
+async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
+    """The session's row; an unknown id ends the command (exit 1) before anything is written."""
+    info = await store.session_info(session_id)
+    if info is None:
+        err_console.print(
+            shown(
+                f"no session {session_id!r} in {store.safe_url}; "
+                "`sessionstore sessions list` shows the sessions there"
+            )
+        )
+        raise typer.Exit(EXIT_FAILED)
+    return info
+
+
+def _info_dict(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "session_id": info.session_id,
+        "items": info.context_items,
+        "tokens": info.context_tokens,
+        "last_seq": info.last_seq,
+        "compactions": info.compaction_count,
+        "updated_at": iso_utc(info.updated_at),
+    }
+
+
+@sessions_app.command("list")
+def list_(
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="At most this many sessions.")
+    ] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """Sessions, most recently updated first."""
+
+    async def go() -> list[SessionInfo]:
+        async with open_store(url, config, read_only=True) as store:
+            return await store.list_sessions(limit=limit)
+
+    rows = [_info_dict(info) for info in asyncio.run(go())]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"Sessions ({len(rows)})")
+    for column in ("session_id", "items", "tokens", "last_seq", "compactions", "updated_at"):
+        table.add_column(column, justify="right" if column in ("items", "tokens") else "left")
+    for row in rows:
+        table.add_row(*(shown(value) for value in row.values()))
+    console.print(table)
+
+
+def _in_range(row: StoredRow, seqs: str | None) -> bool:
+    if seqs is None:
+        return True
+    start, _, end = seqs.partition("..")
+    return (not start or row.seq >= int(start)) and (not end or row.seq <= int(end))
+
+
+def _check_seqs(seqs: str | None) -> str | None:
+    """`--seq 10..20`, `10..` or `..20`; anything else is a usage error."""
+    if seqs is None:
+        return None
+    start, dots, end = seqs.partition("..")
+    if not dots or not all(part.isdigit() for part in (start, end) if part):
+        raise typer.BadParameter(
+            f"{seqs!r} is not a range: use 10..20, 10.. or ..20", param_hint="--seq"
+        )
+    return seqs
+
+
+def _rows(
+    url: str | None,
+    config: Path | None,
+    session_id: str,
+    history: bool,
+    redact: bool,
+) -> tuple[list[StoredRow], Redactor]:
+    """The session's rows and the redactor to print them with (the config's patterns)."""
+
+    async def go() -> tuple[list[StoredRow], Redactor]:
+        async with open_store(url, config, read_only=True) as store:
+            await require_session(store, session_id)
+            found = await (store.history(session_id) if history else store.context_rows(session_id))
+            redactor = store.redactor if redact else Redactor(enabled=False)
+        if not redact:
+            await record_audit(url, config, [redaction_disabled_event(session_id)])
+        return found, redactor
+
+    rows, redactor = asyncio.run(go())
+    if not redact:
+        err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
+    if not rows:
+        err_console.print(
+            shown(
+                f"session {session_id!r} has no rows in its active context (it was cleared); "
+                "--history shows every row"
+            )
+        )
+        raise typer.Exit(EXIT_FAILED)
+    return rows, redactor
+
+
+def _window(rows: list[StoredRow], seqs: str | None, limit: int | None, tail: int | None) -> Any:
+    """The rows asked for: a seq range, then the first `limit` or the last `tail`."""
+    chosen = [row for row in rows if _in_range(row, seqs)]
+    if tail is not None:
+        chosen = chosen[-tail:]
+    if limit is not None:
+        chosen = chosen[:limit]
+    if len(chosen) < len(rows):
+        err_console.print(
+            shown(f"note: {len(chosen)} of {len(rows)} rows shown (--seq/--limit/--tail)")
+        )
+    return chosen
+
+
+@sessions_app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    history: HistoryOption = False,
+    redact: RedactOption = True,
+    seq: Annotated[
+        str | None, typer.Option("--seq", help="Only rows in this seq range: 10..20, 10.., ..20.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="The first N rows.")] = None,
+    tail: Annotated[int | None, typer.Option(min=1, help="The last N rows.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
+    seqs = _check_seqs(seq)
+    rows, redactor = _rows(url, config, session_id, history, redact)
+    rows = _window(rows, seqs, limit, tail)
+    if as_json:
+        emit_json([_row_dict(row, redactor) for row in rows])
+        return
+    title = shown(f"{session_id}: {'history' if history else 'active context'}")
+    table = Table(title=title)
+    for column in ("seq", "kind", "role/type", "tool", "tokens", "text"):
+        table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
+    for row in rows:
+        text = " ".join(text_of(redactor.value(row.item)).split()) if row.item else ""
+        table.add_row(
+            shown(row.seq),
+            shown(row.kind),
+            shown(row.role or row.item_type or ""),
+            shown(row.tool_name or ""),
+            shown(row.tokens),
+            shown(text[:PREVIEW_CHARS]),
+        )
+    console.print(table)
+
+
+def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
+    return {
+        "seq": row.seq,
+        "kind": row.kind,
+        "role": row.role,
+        "item_type": row.item_type,
+        "tool_name": row.tool_name,
+        "call_id": row.call_id,
+        "tokens": row.tokens,
+        "ref_seq": row.ref_seq,
+        "created_at": iso_utc(row.created_at),
+        "item": redactor.value(row.item),
+    }
+
+
+@sessions_app.command()
+def export(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    history: HistoryOption = False,
+    output: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+    redact: RedactOption = True,
+) -> None:
+    """JSON lines: the active context's items as the model sees them (with --history: every
+    row, markers included)."""
+    rows, redactor = _rows(url, config, session_id, history, redact)
+    if history:
+        lines = [json_text(_row_dict(row, redactor)) for row in rows]
+    else:  # the active context's rows already hold what load_context would return
+        items = [row.item for row in visible_rows(rows)]
+        lines = [json_text(redactor.value(item)) for item in items]
+    text = "".join(line + "\n" for line in lines)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise typer.BadParameter(
+                f"cannot write {output}: {exc.strerror}", param_hint="--output"
+            ) from None
+        err_console.print(shown(f"wrote {len(lines)} line(s) to {output}"))
+
+
+@sessions_app.command()
+def delete(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete without asking.")] = False,
+) -> None:
+    """Delete a session: its rows and events (its archives stay until retention removes
+    them, and `archive show` still opens them)."""
+
+    async def exists() -> SessionInfo:
+        async with open_store(url, config, read_only=True) as store:
+            return await require_session(store, session_id)
+
+    info = asyncio.run(exists())
+    if not yes and not typer.confirm(
+        f"delete session {session_id!r} ({info.context_items} items in context, "
+        f"last seq {info.last_seq})?"
+    ):
+        err_console.print(shown("nothing was deleted"))
+        raise typer.Exit(EXIT_FAILED)
+
+    async def go() -> bool:
+        async with open_store(url, config, create_tables=False) as store:
+            return await store.delete_session(session_id)
+
+    deleted = asyncio.run(go())
+    err_console.print(shown(f"deleted session {session_id!r}" if deleted else "nothing to delete"))

@@ -1,0 +1,933 @@
+"""A deterministic, offline summarizer: the embedded default and the fallback of last resort.
+
+It never paraphrases. Sentences are kept verbatim (a reason stays with the sentence it
+explains) and filed into sections by keyword rules; the prior summary is parsed back into the
+same facts and carried line for line, so a fact survives any number of rounds (no
+summary-of-summary drift) until the token budget forces the lowest-priority lines out: tool
+chatter first, then notes and file names, then preferences and actions; goals, ids,
+constraints and decisions last; the latest user request never (it is only truncated when it
+alone is too long).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from .._tokens import TokenEstimator, estimator_for_model
+from ._collapse import collapse_lines, routine, templates_of
+from ._marker import SUMMARY_LINE
+from ._prompts import Entry, transcript_entries
+from ._summarizer import SummaryRequest, SummaryResult
+
+__all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
+
+NO_CONTEXT: Final = "No prior context: the compacted history held nothing to keep."
+
+FactKind = Literal[
+    "pinned", "goal", "entity", "constraint", "decision", "change", "action", "preference",
+    "note", "tool",
+]  # fmt: skip
+
+# Lower drops first when the summary must shrink.
+_PRIORITY: Final[Mapping[FactKind, int]] = {
+    "tool": 0,
+    "note": 1,
+    "entity": 2,
+    "preference": 3,
+    "action": 4,
+    "change": 4,
+    "goal": 5,
+    "decision": 6,
+    "constraint": 6,
+    "pinned": 7,
+}
+_TAGS: Final[Mapping[FactKind, str]] = {kind: kind.capitalize() for kind in _PRIORITY}
+_KIND_OF_TAG: Final[Mapping[str, FactKind]] = {tag.lower(): kind for kind, tag in _TAGS.items()}
+
+_MAX_SENTENCE_CHARS: Final = 400
+_HEAD_CHARS: Final = 100
+_TOOL_OUTPUT_SCAN_CHARS: Final = 2000  # tool outputs are scanned for stated facts, not mined
+_ELLIPSIS: Final = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    kind: FactKind
+    text: str  # verbatim: a sentence, an entity, or a line carried from the prior summary
+    label: str = ""  # the entity's group ("files"), or the file a change touched
+    ledger: str = ""  # decision :: rationale :: inputs :: outputs, for the decision log
+    weak: bool = False  # read from a tool output or reasoning, not stated by a participant
+
+    def body(self) -> str:
+        return f"{self.label}: {self.text}" if self.kind == "change" and self.label else self.text
+
+
+# ---------------------------------------------------------------- layouts
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    title: str
+    kinds: tuple[FactKind, ...]
+    ledger: str = ""  # id prefix ("S" -> [S1], [S2], ...); empty renders "- " bullets
+
+    @property
+    def mixed(self) -> bool:
+        """Sections holding several kinds tag each line with its kind."""
+        return len([kind for kind in self.kinds if kind != "entity"]) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    sections: tuple[_Section, ...]
+    tool_limit: int | None  # most recent tool results kept; None keeps all
+
+
+_REQUEST_TITLE: Final = "Latest request"
+_REQUEST: Final = _Section(_REQUEST_TITLE, ())
+_TOOLS: Final = _Section("Tool results", ("tool",))
+
+
+def _context(*kinds: FactKind) -> _Section:
+    return _Section("Context", (*kinds, "entity"))
+
+
+_LAYOUTS: Final[Mapping[str, _Layout]] = {
+    "task_state": _Layout(
+        (
+            _Section("Pinned facts", ("pinned",)),
+            _Section("Goals", ("goal",)),
+            _Section("Entities", ("entity",)),
+            _Section("Constraints", ("constraint",)),
+            _Section("Decisions", ("decision",)),
+            _Section("Changes", ("change",)),
+            _Section("Open actions", ("action",)),
+            _Section("Preferences", ("preference",)),
+            _Section("Notes", ("note",)),
+            _REQUEST,
+            _TOOLS,
+        ),
+        tool_limit=6,
+    ),
+    "brief": _Layout(
+        (
+            _Section(
+                "Brief",
+                ("pinned", "goal", "constraint", "decision", "change", "action", "preference"),
+            ),
+            _REQUEST,
+            _Section("Refs", ("entity",)),
+            _Section("Notes", ("note",)),
+        ),
+        tool_limit=0,
+    ),
+    "decision_log": _Layout(
+        (
+            _Section("Decision ledger", ("decision",), ledger="S"),
+            _context("pinned", "goal", "constraint", "change", "action", "preference", "note"),
+            _REQUEST,
+        ),
+        tool_limit=0,
+    ),
+    "code_delta": _Layout(
+        (
+            _Section("Code changes", ("change",)),
+            _Section("Follow-ups", ("action",)),
+            _context("pinned", "goal", "constraint", "decision", "preference", "note"),
+            _REQUEST,
+            _TOOLS,
+        ),
+        tool_limit=6,
+    ),
+    "step_ledger": _Layout(
+        (
+            _Section("Steps", ("tool", "change"), ledger="S"),
+            _Section("Open actions", ("action",)),
+            _context("pinned", "goal", "constraint", "decision", "preference", "note"),
+            _REQUEST,
+        ),
+        tool_limit=None,
+    ),
+    "requirements_ledger": _Layout(
+        (
+            _Section("Requirements", ("goal", "constraint", "preference"), ledger="R"),
+            _Section("Decisions", ("decision",)),
+            _Section("Open actions", ("action",)),
+            _context("pinned", "change", "note"),
+            _REQUEST,
+        ),
+        tool_limit=0,
+    ),
+}
+
+# Parsing a prior summary: single-kind sections take their lines verbatim, mixed sections
+# read the kind from each line's tag. Derived from the layouts so the two never disagree.
+# The fact sheet's re-inserted lines (factsheet.py) are tagged like a mixed section's.
+CARRIED_TITLE: Final = "Carried facts"
+_SECTION_KINDS: Final[Mapping[str, FactKind | None]] = {
+    **{
+        section.title.lower(): None if section.mixed else section.kinds[0]
+        for layout in _LAYOUTS.values()
+        for section in layout.sections
+        if section.kinds
+    },
+    CARRIED_TITLE.lower(): None,
+}
+
+# Ledger lines ("decision :: rationale :: inputs :: outputs") are carried as written.
+_LEDGER_TITLES: Final = frozenset(
+    section.title.lower()
+    for layout in _LAYOUTS.values()
+    for section in layout.sections
+    if section.ledger
+)
+
+
+# ---------------------------------------------------------------- rules
+
+_I = re.IGNORECASE
+_PREFERENCE = re.compile(
+    r"\b(?:prefers?|preferred|preference|please (?:always|never)|always (?:use|run|write|add|"
+    r"include|keep|prefer)|i (?:really )?(?:like|love|hate|dislike)|(?:don't|do not) like|"
+    r"likes|dislikes|i'd rather|would rather|rather than|stick (?:to|with))\b",
+    _I,
+)
+_GOAL = re.compile(
+    r"\b(?:goals?|objectives?|the aim|aim(?:ing)? to|success criteri(?:a|on)|acceptance "
+    r"criteri(?:a|on)|definition of done|done when|the task is|deliverables?|we want to|"
+    r"i want to|i'd like to|we'd like to|trying to|target is|what matters|matters most|"
+    r"(?:top|main) priority)\b",
+    _I,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decide to|decision|go(?:ing)? with|chose|chosen|choose to|opted|opt for|"
+    r"settled on|will use|we'll use|i'll use|let's use|switch(?:ed)? to|agreed|picked)\b|"
+    r"^(?:ok(?:ay)?,? )?(?:please )?use\b",
+    _I,
+)
+_CHANGE = re.compile(
+    r"\b(?:added|changed|modified|updated|refactored|renamed|removed|deleted|fixed|created|"
+    r"moved|implemented|introduced|replaced|rewrote|rewritten|edited|patched|bumped|extracted|"
+    r"reverted|migrated|wrote)\b",
+    _I,
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|mustn't|shall|never|should not|shouldn't|require[sd]?|requirements?|mandatory|"
+    r"constraints?|non-negotiable|make sure|ensure|keep in mind|"
+    r"not allowed|forbidden|prohibited|only use|deadline|due (?:by|on|date)|no later than|"
+    r"budgets?|cost cap|slas?|slos?|p9\d|latency|uptime|compliance|compliant|gdpr|hipaa|pci|"
+    r"soc ?2|iso ?27001|security|encrypt\w*|pii|at most|at least|no more than|limit(?:ed)? to|"
+    r"capped at)\b|^(?:please )?(?:do not|don't)\b(?! forget)|"
+    r"\bby (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|eod|end of (?:day|week|month|quarter|"
+    r"sprint))\b",
+    _I,
+)
+_RATIONALE = re.compile(r"\b(?:because|since|so that|given that|due to|instead of|rationale)\b", _I)
+# A sentence that only explains the one before it: "Use X. Reason: Y." is one fact, not two.
+_REASON_LEAD = re.compile(
+    r"^(?:(?:the )?(?:reasons?|rationale|why)\s*:|the reason (?:is|being|was)\b|"
+    r"(?:that|this|it)(?:'s| is| was) because\b|because\b)",
+    _I,
+)
+_ACTION = re.compile(
+    r"\b(?:todo|to-do|fixme|next steps?|need to|needs to|still need|have to|has to|blocked|"
+    r"blockers?|blocking|pending|waiting (?:on|for)|follow[- ]ups?|remaining|outstanding|"
+    r"action items?|open (?:items?|questions?)|not yet|unresolved|tbd|will need|should|"
+    r"(?:don't|do not) forget|remember to)\b",
+    _I,
+)
+_WRITE_TOOL = re.compile(
+    r"write|edit|patch|apply|create|update|replace|delete|remove|rename|move|insert|append|save",
+    _I,
+)
+_PATH_KEYS: Final = ("path", "paths", "file", "file_path", "filepath", "filename", "target_file")
+
+_FILE_EXT = (
+    r"py|pyi|ipynb|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|"
+    r"sql|md|rst|txt|yaml|yml|json|toml|ini|cfg|conf|env|sh|bash|ps1|html|css|scss|lock|proto|"
+    r"tf|xml|csv|log"
+)
+_FILE_SUFFIX: Final = re.compile(rf"\.(?:{_FILE_EXT})$")
+_ENV_STOPWORDS: Final = frozenset(
+    re.split(
+        r"\s+",
+        "the a an this that our your my their its same new old current default local remote whole "
+        "each every any other python virtual conda var vars variable variables file",
+    )
+)
+# Ordered: earlier patterns claim their text first (a URL's path is not also a file path).
+_ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("urls", re.compile(r"\bhttps?://[^\s<>()\[\]{}\"'`]+")),
+    ("emails", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    (
+        "ids",
+        re.compile(
+            r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b|"
+            r"\b[A-Za-z]{1,6}_?\d{4,}\b"  # codes of any shape: XX69334, INC0042, acct_1234
+        ),
+    ),
+    (
+        "versions",
+        re.compile(
+            r"\b(?:PostgreSQL|Postgres|Python|Node(?:\.js)?|Java|Go|Ruby|Rust|MySQL|Redis|Django|"
+            r"React|Kubernetes|Ubuntu|Debian|Terraform)\s+v?\d+(?:\.\d+)*\b|"
+            r"\bv\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\b\d+\.\d+\.\d+(?:[-+][\w.]+)?\b"
+        ),
+    ),
+    (
+        "branches",
+        re.compile(
+            r"\b(?:feature|feat|fix|bugfix|hotfix|release|chore|refactor|docs)/[\w./-]*[\w-]|"
+            r"(?<=\bbranch )[`'\"]?(?:main|master|develop|trunk|[\w.-]*[-_\d][\w.-]*)\b"
+        ),
+    ),
+    (
+        "files",
+        re.compile(
+            r"(?<![\w/:.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*|"
+            rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXT})\b|\b(?:Dockerfile|Makefile)\b"
+        ),
+    ),
+    (
+        "hosts",
+        re.compile(
+            r"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+"
+            r"(?:com|net|org|io|dev|app|cloud|ai|internal|local|lan|corp|svc)\b"
+        ),
+    ),
+    # Any other file name: "corpus-v3.parquet", "report.pdf" (after hosts, so a domain stays one).
+    ("files", re.compile(r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,7}\b(?![.@/-]?\w)")),
+    ("commits", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
+    (
+        "environments",
+        re.compile(
+            r"\b(?:production|prod|staging|preprod|pre-prod|uat|sandbox)(?:[-_][a-z0-9]+)*\b|"
+            r"\b(?:[a-z0-9]+-)*(?:us|eu|ap|sa|ca|me|af)-(?:east|west|north|south|central|"
+            r"northeast|southeast|northwest|southwest)-\d(?:-[a-z0-9]+)*\b|"
+            r"\b[\w-]+(?= (?:environment|env|cluster)\b)",
+            _I,
+        ),
+    ),
+)
+# Display order of the entity groups (the patterns above are in claiming order).
+_ENTITY_GROUPS: Final = (
+    "ids", "files", "branches", "urls", "hosts", "environments", "versions", "commits", "emails",
+)  # fmt: skip
+
+# Checked in order on the sentence with its entities masked ("requirements-dev.txt" is a file,
+# not a requirement): an explicit label wins, then the first keyword rule that matches.
+_RULES: Final[tuple[tuple[FactKind, re.Pattern[str]], ...]] = (
+    ("goal", re.compile(r"^(?:goals?|objectives?|(?:success|acceptance) criteri(?:a|on)):", _I)),
+    ("constraint", re.compile(r"^(?:constraints?|requirements?):", _I)),
+    ("decision", re.compile(r"^decisions?:", _I)),
+    (
+        "action",
+        re.compile(r"^(?:todo|fixme|next steps?|blockers?|blocked|(?:action|open) items?):", _I),
+    ),
+    ("preference", re.compile(r"^preferences?:", _I)),
+    ("preference", _PREFERENCE),
+    ("goal", _GOAL),
+    ("decision", _DECISION),
+    ("change", _CHANGE),  # only when the sentence names a file
+    ("constraint", _CONSTRAINT),
+    ("decision", _RATIONALE),
+    ("action", _ACTION),
+)
+
+# Pleasantries and narration: never worth a note on their own.
+_FILLER = re.compile(
+    r"^(?:sure|ok(?:ay)?|thanks?|thank you|great|got it|will do|sounds good|let me|i'll|"
+    r"here is|here's|checking|running|looking|that looks)\b",
+    _I,
+)
+
+_CODE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)\s+(?=[\"'`(\[]?[A-Z0-9#])"
+)
+_HEADER = re.compile(r"^(?:#{1,6}\s+(.+?)|\*\*(.+?)\*\*|([A-Z][A-Za-z /-]{1,40}):)\s*:?\s*$")
+_LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
+_TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
+_CHANGE_BODY = re.compile(r"^(\S+): (.*)$")
+_LEDGER_SEPARATOR: Final = " :: "
+# A number or an id of any shape ("order 7697", "500 EUR", "step 212", "INC0042"): a sentence
+# that names one says something that cannot be guessed again.
+_IDENTIFIER = re.compile(r"\b\w*\d\w*\b")
+_WORD = re.compile(r"[a-z0-9]+(?:[._/:-][a-z0-9]+)*")
+_NAME = re.compile(r"[\w,;)] ([A-Z][a-z]+)\b")  # capitalized inside a sentence: a name
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary; short text is returned unchanged."""
+    text = _squash(text)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+    return cut + _ELLIPSIS
+
+
+def _sentences(text: str) -> Iterator[str]:
+    """Prose sentences of a message; code blocks are not prose and are skipped."""
+    for line in _CODE_FENCE.sub("\n", text).splitlines():
+        for sentence in _SENTENCE_END.split(_BULLET.sub("", line.strip())):
+            if any(char.isalnum() for char in sentence):
+                yield _clip(sentence, _MAX_SENTENCE_CHARS)
+
+
+def _classify(sentence: str) -> FactKind | None:
+    """The section a sentence belongs to; the order settles sentences that fit several."""
+    found = _entity_matches(sentence)
+    masked, names_file = sentence, False
+    for start, end, group, _ in reversed(found):
+        masked = masked[:start] + "\u00a7" + masked[end:]
+        names_file = names_file or group == "files"
+    return next(
+        (
+            kind
+            for kind, pattern in _RULES
+            if pattern.search(masked) and (kind != "change" or names_file)
+        ),
+        None,
+    )
+
+
+def _entity_matches(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, group, entity) in order of appearance; each span goes to one pattern."""
+    found: list[tuple[int, int, str, str]] = []
+    for group, pattern in _ENTITY_PATTERNS:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(start < b and a < end for a, b, _, _ in found):
+                continue
+            value = match.group().strip("`'\"").rstrip(".,;:!?")
+            if _plausible(group, value):
+                found.append((start, end, group, value))
+    return sorted(found)
+
+
+def _entities(text: str) -> list[tuple[str, str]]:
+    """(group, entity) pairs in order of appearance."""
+    return [(group, value) for _, _, group, value in _entity_matches(text)]
+
+
+def _plausible(group: str, value: str) -> bool:
+    """Filters for patterns that are cheap to write loosely: prose like "and/or", "the env"."""
+    if group == "files" and "/" in value and not value.startswith(("/", "./", "../", "~")):
+        segments = [segment for segment in value.split("/") if segment]
+        if value.endswith("/"):  # a directory: "migrations/" but not "w/"
+            return len(segments[0]) > 1
+        has_letters = any(char.isalpha() for char in value)  # not a date like 1/2/2024
+        return has_letters and (len(segments) > 2 or "." in segments[-1].lstrip("."))
+    if group == "environments":
+        return value.lower() not in _ENV_STOPWORDS
+    if group == "branches":  # docs/setup.md is a file, not a branch
+        return _FILE_SUFFIX.search(value) is None
+    return bool(value)
+
+
+def _worth_noting(sentence: str, *, user: bool) -> bool:
+    """Unfiled sentences are kept when they name something, or when the user said them.
+
+    Questions are not: once answered they are history, and what they name is kept as
+    entities anyway.
+    """
+    if sentence.rstrip().endswith("?"):
+        return False
+    if _entities(sentence) or _IDENTIFIER.search(sentence):
+        return True
+    return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
+
+
+def _head(text: str, limit: int = _HEAD_CHARS) -> str:
+    """The first non-empty line, clipped: enough to recognize a tool result."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return _clip(first, limit) or "(empty)"
+
+
+# ---------------------------------------------------------------- reading the prior summary
+
+
+@dataclass(slots=True)
+class _Prior:
+    facts: list[_Fact] = field(default_factory=list)
+    request: str | None = None
+
+
+def _section_title(line: str) -> str | None:
+    match = _HEADER.match(line)
+    if match is None:
+        return None
+    return next(group for group in match.groups() if group is not None).strip().lower()
+
+
+def _parse_summary(text: str) -> _Prior:
+    """Facts of a summary this class wrote (exactly) or of other text (sentence by sentence)."""
+    prior = _Prior()
+    title: str | None = None
+    for raw in SUMMARY_LINE.sub("", text).splitlines():
+        line = raw.strip()
+        if not line or line == NO_CONTEXT:
+            continue
+        if title == _REQUEST_TITLE.lower() and prior.request is None:
+            prior.request = _squash(line)
+            continue
+        new_title = _section_title(line)
+        if new_title is not None:
+            title = new_title
+            continue
+        body = _BULLET.sub("", _LEDGER_ID.sub("", line))
+        prior.facts.extend(_parse_line(body, _SECTION_KINDS.get(title or "", None), title))
+    return prior
+
+
+def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fact]:
+    known_mixed = title in _SECTION_KINDS and kind is None
+    tagged = _TAGGED.match(body)
+    if tagged and tagged.group(1) in _ENTITY_GROUPS and (kind == "entity" or known_mixed):
+        values = tagged.group(2).split(", ")
+        return [_Fact("entity", value, label=tagged.group(1)) for value in values if value]
+    if kind == "entity":  # written by someone else: keep what it names
+        found = _entities(body)
+        return [_Fact("entity", v, label=g) for g, v in found] or [_Fact("note", body)]
+    if known_mixed and tagged and tagged.group(1).lower() in _KIND_OF_TAG:
+        kind, body = _KIND_OF_TAG[tagged.group(1).lower()], tagged.group(2)
+    if kind == "decision" and title in _LEDGER_TITLES and _LEDGER_SEPARATOR in body:
+        # A ledger line: keep it as written, but compare the decision by what it says, so
+        # the same decision read again from the transcript is recognized as a duplicate.
+        decision, rationale = [*body.split(_LEDGER_SEPARATOR), "-"][:2]
+        said = decision if rationale == "-" else f"{decision} {rationale}"
+        return [_Fact("decision", said, ledger=body)]
+    if kind == "change":
+        change = _CHANGE_BODY.match(body)
+        return [
+            _Fact("change", change.group(2), label=change.group(1)) if change else _Fact(kind, body)
+        ]
+    if kind is not None:
+        return [_Fact(kind, body)]
+    facts = [_Fact(_classify(sentence) or "note", sentence) for sentence in _sentences(body)]
+    return facts + [_Fact("entity", value, label=group) for group, value in _entities(body)]
+
+
+@dataclass(frozen=True, slots=True)
+class SheetLine:
+    """One fact of a summary's fact sheet, as a line that parses back into the same fact."""
+
+    kind: str
+    text: str  # what must still be said: the sentence, or the entity's value
+    line: str  # "Goal: ...", or "files: corpus-v3.parquet" for an entity
+
+
+def summary_facts(text: str) -> list[SheetLine]:
+    """The facts a summary states (written by any summarizer), deduplicated, in order."""
+    sheet: list[SheetLine] = []
+    # A fact stated twice (in prose, and tagged among the carried facts) keeps its kind.
+    parsed = sorted(_parse_summary(text).facts, key=lambda fact: fact.kind == "note")
+    for fact in _dedupe(parsed):
+        if fact.kind == "entity":
+            sheet.append(SheetLine("entity", fact.text, f"{fact.label}: {fact.text}"))
+        else:
+            said = fact.body()
+            sheet.append(SheetLine(fact.kind, said, f"{_TAGS[fact.kind]}: {said}"))
+    return sheet
+
+
+# ---------------------------------------------------------------- reading the items
+
+
+def _json_object(text: str) -> Mapping[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def _paths_in(arguments: str) -> list[str]:
+    """File paths a tool call names in its arguments (top level or one object down)."""
+    args = _json_object(arguments)
+    scopes = [args, *(value for value in args.values() if isinstance(value, Mapping))]
+    paths: list[str] = []
+    for scope in scopes:
+        for key in _PATH_KEYS:
+            value = scope.get(key)
+            values = value if isinstance(value, list) else [value]
+            paths.extend(_squash(v) for v in values if isinstance(v, str) and v.strip())
+    return list(dict.fromkeys(paths))
+
+
+def _is_summary(entry: Entry) -> bool:
+    return entry.kind == "message" and SUMMARY_LINE.match(entry.text) is not None
+
+
+@dataclass(slots=True)
+class _Reader:
+    """Turns transcript entries into facts, remembering what each decision was based on."""
+
+    entries: list[Entry]
+    facts: list[_Fact] = field(default_factory=list)
+    embedded: list[str] = field(default_factory=list)  # summaries found among the items
+    last_input: str = "-"
+
+    def read(self, skip: Entry | None) -> None:
+        outputs: dict[str | None, Entry] = {
+            e.call_id: e for e in self.entries if e.kind == "tool_output" and e.call_id
+        }
+        called = {e.call_id for e in self.entries if e.kind == "tool_call"}
+        for position, entry in enumerate(self.entries):
+            if entry is skip:
+                continue
+            if _is_summary(entry):
+                self.embedded.append(entry.text)
+            elif entry.kind == "tool_call":
+                self._call(entry, outputs.get(entry.call_id))
+            elif entry.kind == "tool_output":
+                if entry.call_id not in called:
+                    self.facts.append(
+                        _Fact("tool", f"{entry.label or 'tool'}: {_head(entry.text)}")
+                    )
+                self.read_text(entry.text[:_TOOL_OUTPUT_SCAN_CHARS], position, weak=True)
+                self.last_input = f"{entry.label or 'tool'} output: {_head(entry.text, 60)}"
+            else:
+                user = entry.kind == "message" and entry.label == "user"
+                self.read_text(entry.text, position, weak=entry.kind != "message", user=user)
+                if user:
+                    self.last_input = f"user: {_head(entry.text, 60)}"
+
+    def read_text(self, text: str, position: int, *, weak: bool, user: bool = False) -> None:
+        """File each sentence; participants' sentences also yield entities and notes."""
+        previous: tuple[str, FactKind | None, int | None] | None = None  # sentence, kind, fact
+        for sentence in _sentences(text):
+            # In tool output a reason only joins a fact already kept, never starts one.
+            if (
+                previous is not None
+                and (not weak or previous[2] is not None)
+                and _REASON_LEAD.match(sentence)
+            ):
+                self._explain(previous, sentence, position, weak)
+                previous = None
+                continue
+            kind = _classify(sentence)
+            if weak and kind == "change":
+                # Tool output and reasoning: keep the rules and decisions they state, not
+                # every file they happen to mention.
+                kind = None
+            elif not weak and kind is None and _worth_noting(sentence, user=user):
+                kind = "note"
+            index = None
+            if kind is not None:
+                index = len(self.facts)
+                self.facts.append(self._fact(kind, sentence, position, weak))
+            previous = (sentence, kind, index)
+        if not weak:
+            self.facts.extend(
+                _Fact("entity", value, label=group) for group, value in _entities(text)
+            )
+
+    def _explain(
+        self,
+        previous: tuple[str, FactKind | None, int | None],
+        reason: str,
+        position: int,
+        weak: bool,
+    ) -> None:
+        """Join a reason to the sentence it explains; an explained unfiled remark is a decision."""
+        sentence, kind, index = previous
+        if kind is None or kind == "note":
+            kind = "decision"
+        fact = self._fact(kind, sentence, position, weak, reason=reason)
+        if index is None:
+            self.facts.append(fact)
+        else:
+            self.facts[index] = fact
+
+    def _fact(
+        self, kind: FactKind, sentence: str, position: int, weak: bool, reason: str = ""
+    ) -> _Fact:
+        text = f"{sentence} {reason}" if reason else sentence
+        if kind == "change":
+            path = next(value for group, value in _entities(sentence) if group == "files")
+            return _Fact(kind, text, label=path, weak=weak)
+        if kind != "decision":
+            return _Fact(kind, text, weak=weak)
+        split = None if reason else _RATIONALE.search(sentence)
+        decision = sentence[: split.start()].rstrip(" ,;:-") if split else sentence
+        rationale = reason or (sentence[split.start() :] if split else "-")
+        ledger = _LEDGER_SEPARATOR.join(
+            [decision or sentence, rationale, self.last_input, self._later(position)]
+        )
+        return _Fact(kind, text, ledger=ledger, weak=weak)
+
+    def _later(self, position: int) -> str:
+        """Tools called after a decision, up to the next user message: what it led to."""
+        names: list[str] = []
+        for entry in self.entries[position + 1 :]:
+            if entry.kind == "message" and entry.label == "user":
+                break
+            if entry.kind == "tool_call" and entry.label not in names:
+                names.append(entry.label)
+        return ", ".join(names[:3]) or "-"
+
+    def _call(self, call: Entry, output: Entry | None) -> None:
+        result = _head(output.text) if output else "no output yet"
+        paths = _paths_in(call.text)
+        self.facts.extend(_Fact("entity", path, label="files") for path in paths)
+        if paths and _WRITE_TOOL.search(call.label):
+            # An edit is a change to the code, not tool chatter.
+            changes = (_Fact("change", f"{call.label} -> {result}", label=p) for p in paths)
+            self.facts.extend(changes)
+            return
+        name = " ".join(part for part in (call.label or "tool", _clip(call.text, 80)) if part)
+        self.facts.append(_Fact("tool", f"{name}: {result}"))
+
+
+# ---------------------------------------------------------------- merging and rendering
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
+    """First occurrence wins, so a carried line is never replaced by a restatement of it."""
+    kept: list[_Fact] = []
+    seen_entities: set[str] = set()
+    seen_texts: set[str] = set()
+    word_sets: list[tuple[set[str], set[str]]] = []
+    for fact in facts:
+        if fact.kind == "entity":
+            key = fact.text.lower()
+            if key not in seen_entities:
+                seen_entities.add(key)
+                kept.append(fact)
+            continue
+        key = " ".join(sorted(_words(fact.body()))) or fact.body()
+        words = _words(fact.body())
+        marks = {word for word in words if not word.isalpha()}  # numbers, ids, paths
+        marks.update(name.lower() for name in _NAME.findall(fact.body()))  # people, products
+        if key in seen_texts or any(_near(words, marks, other) for other in word_sets):
+            continue
+        seen_texts.add(key)
+        word_sets.append((words, marks))
+        kept.append(fact)
+    return kept
+
+
+def _near(words: set[str], marks: set[str], other: tuple[set[str], set[str]]) -> bool:
+    """Near-duplicates share their numbers, ids and names exactly and almost all their words."""
+    other_words, other_marks = other
+    if marks != other_marks or not words:
+        return False
+    return len(words & other_words) / len(words | other_words) >= 0.85
+
+
+def _section_lines(section: _Section, facts: Sequence[_Fact]) -> list[str]:
+    stated = [fact for fact in facts if fact.kind != "entity"]
+    if section.mixed and not section.ledger:  # ledgers stay chronological
+        stated.sort(key=lambda fact: section.kinds.index(fact.kind))
+    bodies = []
+    for fact in stated:
+        body = (fact.ledger if section.ledger else "") or fact.body()
+        bodies.append(f"{_TAGS[fact.kind]}: {body}" if section.mixed else body)
+    lines = [
+        f"[{section.ledger}{number}] {body}" if section.ledger else f"- {body}"
+        for number, body in enumerate(collapse_lines(bodies), start=1)
+    ]
+    groups: dict[str, list[str]] = {}
+    for fact in facts:
+        if fact.kind == "entity":
+            groups.setdefault(fact.label, []).append(fact.text)
+    for group in sorted(groups, key=_ENTITY_GROUPS.index):
+        lines.append(f"- {group}: {', '.join(groups[group])}")
+    return lines
+
+
+def _render(layout: _Layout, facts: Sequence[_Fact], request: str | None) -> str:
+    blocks = []
+    for section in layout.sections:
+        if section is _REQUEST:
+            if request:
+                blocks.append(f"## {section.title}\n{request}")
+            continue
+        members = [fact for fact in facts if fact.kind in section.kinds]
+        if members:
+            blocks.append("\n".join([f"## {section.title}", *_section_lines(section, members)]))
+    return "\n\n".join(blocks)
+
+
+def _masked(text: str) -> str:
+    """A tool output as its head and tail with its size: enough to recognize, never a dump."""
+    flat = _squash(text)
+    if len(flat) <= 2 * _HEAD_CHARS:
+        return flat or "(empty)"
+    return f"{flat[:_HEAD_CHARS]} {_ELLIPSIS} {flat[-_HEAD_CHARS // 2 :]} ({len(text)} chars)"
+
+
+def _condensed(entries: Sequence[Entry]) -> list[_Fact]:
+    """Every entry as a note: user words verbatim (clipped), each tool call with its arguments
+    and masked output, each other participant's conclusion (its last sentence)."""
+    outputs: dict[str | None, Entry] = {
+        e.call_id: e for e in entries if e.kind == "tool_output" and e.call_id
+    }
+    called = {e.call_id for e in entries if e.kind == "tool_call"}
+    notes: list[str] = []
+    for entry in entries:
+        if entry.kind == "tool_call":
+            output = outputs.get(entry.call_id)
+            result = _masked(output.text) if output else "no output yet"
+            notes.append(f"{entry.label or 'tool'} {_clip(entry.text, 80)} -> {result}")
+        elif entry.kind == "tool_output" and entry.call_id not in called:
+            notes.append(f"{entry.label or 'tool'} -> {_masked(entry.text)}")
+        elif entry.kind == "message" and entry.label == "user":
+            notes.append(f"user: {_clip(entry.text, _MAX_SENTENCE_CHARS)}")
+        elif entry.kind != "tool_output" and entry.text.strip():
+            said = [*_sentences(entry.text)] or [_clip(entry.text, _MAX_SENTENCE_CHARS)]
+            notes.append(f"{entry.label}: {said[-1]}")
+    return [_Fact("note", note, weak=True) for note in dict.fromkeys(notes)]
+
+
+def _salience(facts: Sequence[_Fact]) -> list[int]:
+    """How many of each fact's words no other fact uses: a rare token (an id, a name, a
+    number) is what makes a fact worth keeping, whatever words state it."""
+    words = [_words(fact.body()) for fact in facts]
+    seen: dict[str, int] = {}
+    for found in words:
+        for word in found:
+            seen[word] = seen.get(word, 0) + 1
+    return [sum(1 for word in found if seen[word] == 1) for found in words]
+
+
+def _drop_order(
+    fact: _Fact, salience: int, age: int, routine: bool
+) -> tuple[bool, int, bool, int, int]:
+    """Lowest first: routine progress (a template seen 3+ times), then priority by kind, then
+    weak facts, then the least salient; age only breaks ties (never oldest-first: the goal
+    is usually the oldest fact).
+
+    Ids, branches, URLs, environments and commits rank with the goals: each costs a few
+    tokens and, unlike a file name, cannot be found again by searching the repository.
+    """
+    priority = _PRIORITY[fact.kind]
+    if fact.kind == "entity" and fact.label != "files":
+        priority = _PRIORITY["goal"]
+    return (not routine, priority, not fact.weak, salience, age)
+
+
+class ExtractiveSummarizer:
+    """Rule-based summaries: no network, no model, identical output for identical input."""
+
+    name = "extractive"
+    input_window: int | None = None
+
+    def __init__(self, estimator: TokenEstimator | None = None) -> None:
+        self._estimator = estimator or estimator_for_model("gpt-4o")
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Carry the prior summary's facts, add the new ones, and fit them in max_tokens.
+
+        On a worker thread: summarizing thousands of items would stall the event loop.
+        """
+        text = await asyncio.to_thread(self.render, request)
+        return SummaryResult(text=text, output_tokens=self._estimator.count_text(text))
+
+    def render(self, request: SummaryRequest) -> str:
+        """The summary text (synchronous: there is nothing to wait for)."""
+        layout = _LAYOUTS.get(request.strategy, _LAYOUTS["task_state"])
+        entries = transcript_entries(request.items)
+        facts, latest = self._collect(request, entries)
+        kinds = {kind for section in layout.sections for kind in section.kinds}
+        tools = [fact for fact in facts if fact.kind == "tool"]
+        limit = len(tools) if layout.tool_limit is None else layout.tool_limit
+        stale = set(tools[: len(tools) - limit])
+        facts = [fact for fact in facts if fact.kind in kinds and fact not in stale]
+        if not facts and latest is None:
+            facts = _condensed(entries)  # nothing matched a rule: the transcript, condensed
+        if not facts and latest is None:
+            return self._clip_to(NO_CONTEXT, request.max_tokens) or ""
+        return self._fit(layout, facts, latest, request.max_tokens)
+
+    def _collect(
+        self, request: SummaryRequest, entries: list[Entry]
+    ) -> tuple[list[_Fact], str | None]:
+        users = [
+            e for e in entries if e.kind == "message" and e.label == "user" and not _is_summary(e)
+        ]
+        latest = users[-1] if users else None
+        reader = _Reader(entries)
+        reader.read(skip=latest)
+        prior = _Prior()
+        for summary in [request.prior_summary or "", *reader.embedded]:
+            parsed = _parse_summary(summary)
+            prior.facts.extend(parsed.facts)
+            prior.request = parsed.request or prior.request
+        request_text = _squash(latest.text) if latest else prior.request
+        if latest is not None and prior.request and prior.request != request_text:
+            # The earlier request is history now: keep what it said, filed like any message.
+            demoted = _Reader([])
+            demoted.read_text(prior.request, 0, weak=False, user=True)
+            prior.facts.extend(demoted.facts)
+        pinned = [_Fact("pinned", _squash(key)) for key in request.keep_keys if key.strip()]
+        return _dedupe([*pinned, *prior.facts, *reader.facts]), request_text
+
+    def _fit(
+        self, layout: _Layout, facts: list[_Fact], request: str | None, max_tokens: int
+    ) -> str:
+        """Drop the lowest-priority, least salient facts until the summary fits."""
+        count = self._estimator.count_text
+        full = _render(layout, facts, request)
+        estimate = count(full)
+        if estimate <= max_tokens:
+            return full
+        dropped: set[int] = set()
+        salience = _salience(facts)
+        counts = templates_of([fact.body() for fact in facts])
+        routines = [routine(fact.body(), counts) for fact in facts]
+        order = sorted(
+            range(len(facts)),
+            key=lambda i: _drop_order(facts[i], salience[i], i, routines[i]),
+        )
+        for index in order:
+            dropped.add(index)
+            # Generous, so the estimate never hides room that is really there; only an exact
+            # count of the rendered text decides.
+            estimate -= count(facts[index].ledger or facts[index].body()) + 4
+            if estimate <= max_tokens:
+                text = _render(
+                    layout, [f for i, f in enumerate(facts) if i not in dropped], request
+                )
+                estimate = count(text)
+                if estimate <= max_tokens:
+                    return text
+        if request:
+            clipped = self._clip_to(request, max_tokens, lambda r: _render(layout, [], r))
+            if clipped is not None:
+                return clipped
+        return self._clip_to(full, max_tokens) or ""
+
+    def _clip_to(self, text: str, max_tokens: int, wrap: Callable[[str], str] = str) -> str | None:
+        """wrap(text), or wrap(longest prefix + "…") that fits; None if not even "…" fits."""
+        if self._estimator.count_text(wrap(text)) <= max_tokens:
+            return wrap(text)
+
+        def fits(size: int) -> bool:
+            return self._estimator.count_text(wrap(text[:size].rstrip() + _ELLIPSIS)) <= max_tokens
+
+        if not fits(0):
+            return None
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return wrap(text[:low].rstrip() + _ELLIPSIS)

@@ -1,0 +1,829 @@
+"""CompactionManager: decide, partition, summarize (with fallbacks), persist.
+
+One compaction: snapshot the active context, fit the layers to the budget,
+summarize the remainder outside any lock, then commit everything in one
+transaction with a compare-and-swap (see _persist.py). Failures (docs/COMPACTION.md):
+too long -> half max_tokens (twice), refused -> `brief`, tool calls or errors ->
+prune-only, input too large -> drop the oldest units and retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import InitVar, dataclass, field, replace
+from typing import Any, Final, Literal
+
+from .._errors import (
+    CompactionError,
+    CompactionErrorReason,
+    SummarizerError,
+    SummarizerInputTooLargeError,
+    SummaryRefusedError,
+    SummaryTooLongError,
+)
+from .._events import Event
+from .._items import check_item_size, rough_chars, text_of
+from .._loops import KeyedLocks
+from .._rows import StoredRow, visible_rows
+from .._store import SessionStore
+from .._tokens import TokenEstimator
+from ..archive._sinks import ArchiveDelivery, ArchiveSink
+from ._extractive import ExtractiveSummarizer
+from ._factsheet import Carried, carry_forward
+from ._fixed_costs import FixedCostCache
+from ._marker import SUMMARY_START
+from ._message import as_item
+from ._observers import CompactionObserver
+from ._partition import Partition, Unit, build_units, fit
+from ._persist import (
+    CompactionResult,
+    CompactionWrite,
+    archived_record,
+    tx_commit_compaction,
+)
+from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
+from ._prompts import resolve_strategy
+from ._summarizer import Summarizer, SummaryRequest
+from ._truncate import truncate_tool_output
+
+_CAS_ATTEMPTS: Final = 3
+_TOO_LONG_RETRIES: Final = 2
+_MAX_TRIMS: Final = 8
+PRUNE_ONLY: Final = "pruning-only"
+
+
+@dataclass
+class CompactionConfig:
+    """One object that enables compaction in a few lines (docs/COMPACTION.md).
+
+    `store` is the `SessionStore` the manager reads and writes; `sinks` are where each
+    compaction is also copied (files, S3). `storage=` is accepted for compatibility and
+    means whichever of the two it is given: a `SessionStore` (as in earlier releases) or
+    archive sinks (as in the original design, where "storage" is the archive).
+    """
+
+    model: str = "gpt-4o"
+    max_context_tokens: int = 128_000
+    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+    token_estimator: TokenEstimator | None = None
+    store: SessionStore | None = None  # default: the embedded SQLite store
+    summarizer: Summarizer | None = None  # default: the extractive summarizer
+    record_idle_decisions: bool = True  # store below-threshold estimates as events too
+    sinks: Sequence[ArchiveSink] = ()  # filesystem/S3 copies of each compaction (redacted)
+    # How long a compaction waits for another compaction of the same session (which holds
+    # it for its summarizer call, retries included) before giving up with StoreTimeoutError.
+    lock_timeout_s: float = 300.0
+    storage: InitVar[SessionStore | ArchiveSink | Sequence[ArchiveSink] | None] = None
+
+    def __post_init__(
+        self, storage: SessionStore | ArchiveSink | Sequence[ArchiveSink] | None
+    ) -> None:
+        if self.max_context_tokens <= 0:
+            raise ValueError(f"max_context_tokens must be positive, got {self.max_context_tokens}")
+        if not self.lock_timeout_s > 0:
+            raise ValueError(f"lock_timeout_s must be positive, got {self.lock_timeout_s}")
+        if isinstance(storage, SessionStore):
+            if self.store is not None and self.store is not storage:
+                raise ValueError("pass the SessionStore once: store=... (storage= is its alias)")
+            self.store = storage
+        elif storage is not None:
+            given = list(storage) if isinstance(storage, Sequence) else [storage]
+            if self.sinks:
+                raise ValueError("pass archive sinks once: sinks=[...] (storage= is its alias)")
+            self.sinks = given
+
+
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """How many units and tokens each layer holds (the `compact.pruned_messages` event)."""
+
+    pinned: int
+    recent_turns: int
+    tool_pairs: int
+    users: int
+    aborted: int
+    summarized: int
+    pruned_count: int
+
+    @classmethod
+    def of(cls, plan: Partition) -> Layers:
+        """Count a partition's layers."""
+        return cls(
+            pinned=len(plan.pinned),
+            recent_turns=plan.recent_turns,
+            tool_pairs=sum(unit.pairs for unit in plan.tools),
+            users=len(plan.users) + (1 if plan.truncated_user else 0),
+            aborted=len(plan.aborted),
+            summarized=len(plan.remainder),
+            pruned_count=sum(len(unit.rows) for unit in plan.remainder),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """What one compaction did (or, with dry_run, would do)."""
+
+    session_id: str
+    decision: TriggerDecision
+    compacted: bool
+    tokens_before: int
+    tokens_after: int
+    plan: Partition | None = None
+    summary: str | None = None
+    strategy: str | None = None
+    fallback: str | None = None
+    result: CompactionResult | None = None
+    skipped_reason: str | None = None
+
+    @property
+    def reduction(self) -> float:
+        """Share of tokens removed (0.4 means 40% fewer)."""
+        return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    text: str | None
+    strategy: str
+    fallback: str | None
+    events: list[Event]
+
+
+class CompactionManager:
+    """Compaction for sessions in one SessionStore."""
+
+    def __init__(self, config: CompactionConfig | None = None) -> None:
+        self.config = config or CompactionConfig()
+        self.policy = self.config.policy
+        self.store = self.config.store or SessionStore(model=self.config.model)
+        self.estimator = self.config.token_estimator or self.store.estimator
+        self.summarizer: Summarizer = self.config.summarizer or ExtractiveSummarizer(self.estimator)
+        resolve_strategy(self.policy.strategy, self.policy.custom_strategies)  # fail fast
+        self.fixed_costs = FixedCostCache()
+        self._observers: list[CompactionObserver] = []
+        self._locks = KeyedLocks("the compaction lock of session")
+        self._consecutive: dict[str, int] = {}
+
+    # ------------------------------------------------------- integration points
+
+    def observe(self, observer: CompactionObserver) -> None:
+        """Tell `observer` of every rewrite of a stored context (added once, however often)."""
+        if observer not in self._observers:
+            self._observers.append(observer)
+
+    def _rewritten(self, session_id: str) -> None:
+        for observer in self._observers:
+            observer.context_rewritten(session_id)
+
+    async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
+        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
+        decision = self.decide(await self.store.context_tokens(session_id))
+        if not decision.triggered:
+            return None
+        outcome = await self.compact(session_id, trigger=decision.reason, note="turn boundary")
+        return outcome
+
+    def truncate_outputs(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
+        """Write-time truncation: the items to store, and the originals to archive by index."""
+        stored: list[Mapping[str, Any]] = []
+        originals: dict[int, Mapping[str, Any]] = {}
+        for index, item in enumerate(items):
+            cut = truncate_tool_output(item, self.policy.truncation, self.estimator)
+            if cut is None:
+                stored.append(item)
+            else:
+                stored.append(cut.item)
+                originals[index] = cut.original
+        return stored, originals
+
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, token: str | None = None
+    ) -> list[int]:
+        """Append with write-time truncation (originals archived in the same transaction).
+
+        `token` is the batch's idempotency token (see `SessionStore.append`).
+        """
+        if rough_chars(items) > self.policy.truncation.max_bytes:  # big: off the event loop
+            stored, originals = await asyncio.to_thread(self._checked_truncation, items)
+        else:
+            stored, originals = self._checked_truncation(items)
+        seqs = await self.store.append(session_id, stored, originals=originals, token=token)
+        if originals:  # a caller still holds the full outputs: its copy is stale
+            self._rewritten(session_id)
+        return seqs
+
+    def _checked_truncation(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
+        for index, item in enumerate(items):  # before truncation works on an oversized one
+            check_item_size(item, index, self.store.max_item_bytes)
+        return self.truncate_outputs(items)
+
+    # ------------------------------------- the message-list API (docs/COMPACTION.md)
+
+    async def preflight(
+        self,
+        session_id: str,
+        messages: Sequence[Any],
+        *,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Estimate, decide and (if triggered) compact; return the messages to send.
+
+        The session's rows mirror the list you pass: the stored context is a prefix
+        of it (new messages are appended) or it is replaced (a clear marker, then
+        the list). Keep the returned list and append to it.
+        """
+        await self._mirror(session_id, messages)
+        await self.before_model_call(session_id, instructions=instructions, tools=tools or ())
+        return await self.store.load_context(session_id)
+
+    async def before_model_call(
+        self,
+        session_id: str,
+        *,
+        unsaved_tokens: int = 0,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> bool:
+        """The pre-flight every adapter runs before a model call; True if it compacted.
+
+        The estimate is the stored context's running total (O(1)) plus what the caller
+        holds unsaved, the instructions and the tool schemas; the decision is recorded
+        (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
+        with room for what the call adds. After True, reload the stored context.
+        """
+        system, schema = self.fixed_costs.cost(self.estimator, instructions, list(tools))
+        stored_tokens = await self.store.context_tokens(session_id)
+        t_est = stored_tokens + unsaved_tokens + system + schema
+        decision = self.decide(t_est)
+        if decision.triggered or self.config.record_idle_decisions:
+            breakdown = {
+                "system": system,
+                "tools_schema": schema,
+                "messages": stored_tokens + unsaved_tokens,
+            }
+            estimate = self.estimate_event(session_id, t_est, breakdown)
+            idle = [] if decision.triggered else [self.decision_event(session_id, decision)]
+            await self.store.record_events([estimate, *idle])
+        if not decision.triggered:
+            return False
+        outcome = await self.compact(
+            session_id,
+            trigger=decision.reason,
+            note="preflight",
+            extra_tokens=unsaved_tokens + system + schema,
+        )
+        return outcome.compacted
+
+    async def manual_compact(
+        self, session_id: str, messages: Sequence[Any], note: str = "manual"
+    ) -> list[dict[str, Any]]:
+        """Compact now regardless of usage (the `/compact` command); return the new messages."""
+        await self._mirror(session_id, messages)
+        await self.compact(session_id, trigger="manual", note=note)
+        return await self.store.load_context(session_id)
+
+    async def _mirror(self, session_id: str, messages: Sequence[Any]) -> None:
+        items = [as_item(message) for message in messages]
+        stored = await self.store.load_context(session_id)
+        if items[: len(stored)] == stored:
+            new = items[len(stored) :]
+        else:
+            await self.store.clear(session_id)
+            new = items
+        if new:
+            await self.append(session_id, new)
+
+    # ------------------------------------------------------------- decisions
+
+    def decide(
+        self, t_est: int, forced: Literal["manual", "overflow"] | None = None
+    ) -> TriggerDecision:
+        """The trigger decision for an estimate under this manager's policy and window."""
+        return decide(t_est, self.config.max_context_tokens, self.policy, forced=forced)
+
+    def decision_event(self, session_id: str, decision: TriggerDecision, **extra: Any) -> Event:
+        """`compact.trigger_decision` with the fields docs/OBSERVABILITY.md lists."""
+        fields: dict[str, Any] = {
+            "model": self.config.model,
+            "triggered": decision.triggered,
+            "reason": decision.reason,
+            "t_est": decision.t_est,
+            "max": decision.max_tokens,
+            "budget": decision.budget,
+            "usage_pct": round(decision.usage_pct, 4),
+            "policy": {
+                "trigger_pct": self.policy.trigger_pct,
+                "hard_cap_buffer": self.policy.hard_cap_buffer,
+                "strategy": self.policy.strategy,
+            },
+            **extra,
+        }
+        return Event("compact.trigger_decision", session_id, fields=fields)
+
+    def estimate_event(self, session_id: str, t_est: int, breakdown: Mapping[str, int]) -> Event:
+        """`compact.token_estimate` with the breakdown the spec asks for."""
+        max_tokens = self.config.max_context_tokens
+        fields = {
+            "model": self.config.model,
+            "t_est": t_est,
+            "max": max_tokens,
+            "usage_pct": round(t_est / max_tokens, 4),
+            "breakdown": dict(breakdown),
+            "estimator": self.estimator.name,
+        }
+        return Event("compact.token_estimate", session_id, fields=fields)
+
+    # ------------------------------------------------------------ compaction
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        trigger: Trigger = "manual",
+        note: str | None = None,
+        strategy: str | None = None,
+        extra_tokens: int = 0,
+        dry_run: bool = False,
+    ) -> CompactionOutcome:
+        """Compact the session's active context now (it is persisted unless `dry_run`).
+
+        `extra_tokens` counts what the next model call adds beyond the stored
+        context (instructions, tool schemas, unsaved input) so the result fits.
+        """
+        if strategy is not None:  # an unknown name fails now, not when there is work
+            resolve_strategy(strategy, self.policy.custom_strategies)
+        async with self._locks(session_id).hold(self.config.lock_timeout_s):
+            for _ in range(_CAS_ATTEMPTS):
+                outcome = await self._compact_once(
+                    session_id, trigger, note, strategy, extra_tokens, dry_run
+                )
+                if outcome is not None:
+                    return outcome
+            error = Event(
+                "compact.error",
+                session_id,
+                severity="error",
+                fields={
+                    "error_type": "conflict",
+                    "message": "the session kept changing under the compaction (pops or clears)",
+                    "fallback": "skipped",
+                },
+            )
+            await self.store.record_events([error])
+            raise CompactionError(
+                CompactionErrorReason.CONFLICT,
+                f"session {session_id!r} changed during {_CAS_ATTEMPTS} compaction attempts "
+                "(concurrent pop/clear); nothing was changed. Retry when it is idle.",
+            )
+
+    async def _compact_once(
+        self,
+        session_id: str,
+        trigger: Trigger,
+        note: str | None,
+        strategy: str | None,
+        extra_tokens: int,
+        dry_run: bool,
+    ) -> CompactionOutcome | None:
+        started = time.perf_counter()
+        rows = await self.store.context_rows(session_id)
+        visible = visible_rows(rows)
+        tokens_before = sum(row.tokens for row in visible) + extra_tokens
+        forced: Literal["manual", "overflow"] | None = (
+            trigger if trigger in ("manual", "overflow") else None
+        )
+        decision = self.decide(tokens_before, forced)
+        units = build_units(visible, self.policy)
+        max_tokens = self.config.max_context_tokens
+        try:
+            plan, summary_budget = fit(
+                units,
+                self.policy,
+                target=self.policy.target(max_tokens),
+                ceiling=self.policy.ceiling(max_tokens),
+                fixed_tokens=extra_tokens,
+                estimator=self.estimator,
+            )
+        except CompactionError as exc:
+            await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
+            raise
+        if not plan.remainder:
+            return CompactionOutcome(
+                session_id,
+                decision,
+                compacted=False,
+                tokens_before=tokens_before,
+                tokens_after=tokens_before,
+                plan=plan,
+                skipped_reason="nothing to summarize: every item is pinned or recent",
+            )
+        if dry_run:
+            estimate = plan.pinned_tokens + plan.kept_tokens + summary_budget + extra_tokens
+            return CompactionOutcome(
+                session_id, decision, False, tokens_before, estimate, plan=plan
+            )
+        self._guard_loop(session_id)
+        summary = self._scrubbed(
+            plan,
+            await self._summarize(
+                session_id, plan, strategy or self.policy.strategy, summary_budget
+            ),
+        )
+        layers = Layers.of(plan)
+        write = CompactionWrite(
+            session_id=session_id,
+            snapshot_start=rows[0].seq,
+            snapshot_last=rows[-1].seq,
+            pinned=[row for unit in plan.pinned for row in unit.rows],
+            summary_text=summary.text,
+            summary_role=self.policy.summary_role,
+            prior_summary=plan.prior_summary.rows[0] if plan.prior_summary else None,
+            kept=_kept_rows(plan),
+            replaced=plan.replaced_rows,
+            record={
+                "trigger": decision.reason,
+                "strategy": summary.strategy,
+                "status": "summarized" if summary.text is not None else "pruned_only",
+                "fallback": summary.fallback,
+                "note": note,
+                "model": self.config.model,
+                "summarizer": self.summarizer.name,
+                "kept": _kept_record(plan),
+                "tokens_before": tokens_before,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            },
+            events=self.store.redacted(
+                [
+                    self.decision_event(
+                        session_id,
+                        decision,
+                        note=note,
+                        kept={
+                            "pinned": layers.pinned,
+                            "recent_turns": layers.recent_turns,
+                            "tool_pairs": layers.tool_pairs,
+                        },
+                        pruned_count=layers.pruned_count,
+                    ),
+                    *summary.events,
+                    *self._result_events(session_id, plan, layers, summary, tokens_before),
+                ]
+            ),
+            redact=self.store.redactor.value if self.store.redact_archives else None,
+        )
+        result = await self.store.write_transaction(
+            tx_commit_compaction, write, self.estimator.count_item, self.store.session_keys
+        )
+        if result is None:
+            return None
+        self.store.publish(result.events)
+        self._rewritten(session_id)
+        for observer in self._observers:
+            observer.compacted(session_id, result, summary.strategy)
+        await self._deliver(write, result, summary.text)
+        tokens_after = result.tokens_after + extra_tokens
+        self._after(session_id, tokens_after)
+        return CompactionOutcome(
+            session_id,
+            decision,
+            compacted=True,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            plan=plan,
+            summary=summary.text,
+            strategy=summary.strategy,
+            fallback=summary.fallback,
+            result=result,
+        )
+
+    async def _deliver(
+        self, write: CompactionWrite, result: CompactionResult, summary: str | None
+    ) -> None:
+        """Copy the compaction to each configured sink; a failing sink is recorded, never fatal
+        (the compaction and its SQL archive are already committed)."""
+        if not self.config.sinks:
+            return
+        delivery = ArchiveDelivery(
+            session_id=write.session_id,
+            step=result.version,
+            transcript=[archived_record(row) for row in write.replaced],
+            summary=None
+            if summary is None
+            else {
+                "version": result.version,
+                "text": summary,
+                "compaction_id": result.compaction_id,
+            },
+            events=result.events,
+        )
+        produced: list[Event] = []
+        for sink in self.config.sinks:
+            try:
+                produced += await asyncio.to_thread(sink.deliver, delivery)
+            except Exception as exc:  # a sink outage must not undo a committed compaction
+                produced.append(
+                    self._error_event(write.session_id, exc, f"skipped sink {sink.name}")
+                )
+        await self.store.record_events(produced)
+
+    def _guard_loop(self, session_id: str) -> None:
+        """Refuse a compaction after too many in a row that did not get under the trigger."""
+        if self._consecutive.get(session_id, 0) >= self.policy.max_consecutive_compactions:
+            self._consecutive[session_id] = 0
+            raise CompactionError(
+                CompactionErrorReason.COMPACTION_LOOP,
+                f"{self.policy.max_consecutive_compactions} consecutive compactions of "
+                f"{session_id!r} left the context above the trigger threshold; refusing to "
+                "loop. Lower keep_recent_turns/keep_tool_io_pairs, protect less, or raise "
+                "max_context_tokens.",
+            )
+
+    def _after(self, session_id: str, tokens_after: int) -> None:
+        threshold = self.policy.threshold(self.config.max_context_tokens)
+        if tokens_after >= threshold:
+            self._consecutive[session_id] = self._consecutive.get(session_id, 0) + 1
+        else:
+            self._consecutive.pop(session_id, None)
+        ceiling = self.policy.ceiling(self.config.max_context_tokens)
+        if tokens_after > ceiling:
+            raise CompactionError(
+                CompactionErrorReason.INSUFFICIENT_BUDGET,
+                f"after compacting, {session_id!r} still needs {tokens_after} tokens but the "
+                f"hard limit is {ceiling}; use a model with a larger window or keep less.",
+            )
+
+    # ---------------------------------------------------------- summarizing
+
+    async def _summarize(
+        self, session_id: str, plan: Partition, strategy_name: str, max_tokens: int
+    ) -> _Summary:
+        """A summary, or None (prune-only) after the documented fallbacks, with their events."""
+        events: list[Event] = []
+        strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
+        prior = _prior_text(plan.prior_summary)
+        units = self._within_input_window(session_id, list(plan.remainder), prior, events)
+        too_long = 0
+        trims = 0
+        while True:
+            request = SummaryRequest(
+                items=[item for unit in units for item in unit.items],
+                prior_summary=prior,
+                strategy=strategy.name,
+                instructions=strategy.prompt,
+                max_tokens=max_tokens,
+                keep_keys=self.policy.keep_keys,
+            )
+            try:
+                result = await self.summarizer.summarize(request)
+                if self.estimator.count_text(result.text) > max_tokens:
+                    raise SummaryTooLongError("summary exceeds max_tokens")
+                carried = carry_forward(prior, result.text, self.estimator.count_text, max_tokens)
+                if carried.checked:
+                    events.append(_carried_event(session_id, carried))
+                return _Summary(carried.text, strategy.name, None, events)
+            except SummaryTooLongError as exc:
+                if too_long < _TOO_LONG_RETRIES:
+                    too_long += 1
+                    max_tokens = max(max_tokens // 2, 16)
+                    events.append(
+                        self._error_event(session_id, exc, f"retry max_tokens={max_tokens}")
+                    )
+                    continue
+                failure: Exception = exc
+            except SummaryRefusedError as exc:
+                if strategy.name != "brief":
+                    strategy = resolve_strategy("brief", self.policy.custom_strategies)
+                    events.append(self._error_event(session_id, exc, "retry strategy=brief"))
+                    continue
+                failure = exc
+            except SummarizerInputTooLargeError as exc:
+                if trims < _MAX_TRIMS and len(units) > 1:
+                    trims += 1
+                    units = units[len(units) // 2 :]  # drop the oldest half, whole units
+                    events.append(
+                        self._error_event(session_id, exc, f"retry trimmed to {len(units)} units")
+                    )
+                    continue
+                failure = exc
+            except SummarizerError as exc:
+                failure = exc
+            except Exception as exc:  # a broken summarizer must never break the agent
+                failure = exc
+            events.append(self._error_event(session_id, failure, PRUNE_ONLY))
+            return _Summary(None, strategy.name, PRUNE_ONLY, events)
+
+    def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
+        """The summary without any secret the redactor finds in what it summarized.
+
+        A summary can carry a secret without the context that made it recognizable
+        (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
+        in the sources are removed, before the summary is stored, not only from events.
+        """
+        if summary.text is None:
+            return summary
+        sources = [text_of(item) for unit in plan.remainder for item in unit.items]
+        if plan.prior_summary is not None:
+            sources.append(text_of(plan.prior_summary.items[0]))
+        redactor = self.store.redactor
+        text = redactor.scrub(summary.text, redactor.secrets_in(sources))
+        return summary if text == summary.text else replace(summary, text=text)
+
+    def _within_input_window(
+        self, session_id: str, units: list[Unit], prior: str | None, events: list[Event]
+    ) -> list[Unit]:
+        """The newest whole units that fit the summarizer's `input_window` (with the prior
+        summary), so a small-window summarizer is not sent what it must refuse. The oldest
+        units are dropped first; at least one is always sent."""
+        window = self.summarizer.input_window
+        if window is None:
+            return units
+        budget = window - (self.estimator.count_text(prior) if prior else 0)
+        kept: list[Unit] = []
+        used = 0
+        for unit in reversed(units):
+            if kept and used + unit.tokens > budget:
+                break
+            kept.append(unit)
+            used += unit.tokens
+        if len(kept) < len(units):
+            events.append(
+                Event(
+                    "compact.summarizer_input_trimmed",
+                    session_id,
+                    severity="warning",
+                    fields={
+                        "input_window": window,
+                        "units_sent": len(kept),
+                        "units_dropped": len(units) - len(kept),
+                        "summarizer": self.summarizer.name,
+                    },
+                )
+            )
+        return kept[::-1]
+
+    def _error_event(self, session_id: str, exc: Exception, fallback: str) -> Event:
+        kind = exc.kind if isinstance(exc, SummarizerError) else type(exc).__name__
+        return Event(
+            "compact.error",
+            session_id,
+            severity="error" if fallback == PRUNE_ONLY else "warning",
+            fields={
+                "status": "error",
+                "error_type": kind,
+                "message": _safe_message(exc),
+                "fallback": fallback,
+                "summarizer": self.summarizer.name,
+            },
+        )
+
+    async def _record_error(self, session_id: str, kind: str, message: str, fallback: str) -> None:
+        await self.store.record_events(
+            [
+                Event(
+                    "compact.error",
+                    session_id,
+                    severity="error",
+                    fields={
+                        "status": "error",
+                        "error_type": kind,
+                        "message": message,
+                        "fallback": fallback,
+                    },
+                )
+            ]
+        )
+
+    def _result_events(
+        self,
+        session_id: str,
+        plan: Partition,
+        layers: Layers,
+        summary: _Summary,
+        tokens_before: int,
+    ) -> list[Event]:
+        found: list[Event] = []
+        if summary.text is not None:
+            summary_tokens = self.estimator.count_text(summary.text)
+            input_tokens = plan.remainder_tokens + (
+                plan.prior_summary.tokens if plan.prior_summary else 0
+            )
+            found.append(
+                Event(
+                    "compact.summary_created",
+                    session_id,
+                    fields={
+                        "strategy": summary.strategy,
+                        "input_messages": layers.pruned_count,
+                        "summary_tokens": summary_tokens,
+                        "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
+                        "summary": summary.text,
+                    },
+                )
+            )
+        found.append(
+            Event(
+                "compact.pruned_messages",
+                session_id,
+                fields={
+                    "pruned_count": layers.pruned_count,
+                    "layers": {
+                        "pinned": layers.pinned,
+                        "summary": 1 if summary.text is not None or plan.prior_summary else 0,
+                        "recent_turns": layers.recent_turns,
+                        "tool_pairs": layers.tool_pairs,
+                        "user_messages": layers.users,
+                        "aborted_markers": layers.aborted,
+                    },
+                    "tokens_before": tokens_before,
+                },
+            )
+        )
+        found.append(
+            Event(
+                "compact.policy_applied",
+                session_id,
+                fields={
+                    "keep_recent_turns": plan.recent_turns,
+                    "keep_tool_io_pairs": plan.tool_pairs,
+                    "recent_user_token_budget": plan.user_budget,
+                    "reductions": plan.reductions,
+                    "budget": self.policy.budget(self.config.max_context_tokens),
+                    "target": self.policy.target(self.config.max_context_tokens),
+                },
+            )
+        )
+        found.append(
+            Event(
+                "compact.archival",
+                session_id,
+                fields={
+                    "storage_adapter": "sql",
+                    "item_count": sum(len(unit.rows) for unit in plan.remainder)
+                    + (1 if plan.prior_summary else 0),
+                },
+            )
+        )
+        return found
+
+
+def _carried_event(session_id: str, carried: Carried) -> Event:
+    """`compact.facts_carried`: how many standing facts the new summary had to keep, which
+    ones the summarizer dropped and were put back, and how many did not fit."""
+    return Event(
+        "compact.facts_carried",
+        session_id,
+        severity="warning" if carried.left_out else "info",
+        fields={
+            "checked": carried.checked,
+            "reinserted": len(carried.reinserted),
+            "reinserted_facts": [fact.line for fact in carried.reinserted],
+            "left_out": len(carried.left_out),
+            "left_out_kinds": sorted({fact.kind for fact in carried.left_out}),
+        },
+    )
+
+
+def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:
+    """The recent layer in seq order; the truncated user message as its shortened copy."""
+    kept: list[tuple[StoredRow, dict[str, Any] | None]] = [
+        (row, None) for unit in plan.kept for row in unit.rows
+    ]
+    if plan.truncated_user is not None:
+        unit, copy, _tokens = plan.truncated_user
+        kept.append((unit.rows[0], copy))
+    return sorted(kept, key=lambda pair: pair[0].seq)
+
+
+def _kept_record(plan: Partition) -> dict[str, list[int]]:
+    def seqs(units: Sequence[Unit]) -> list[int]:
+        return [row.seq for unit in units for row in unit.rows]
+
+    return {
+        "pinned": seqs(plan.pinned),
+        "recent": seqs(plan.recent),
+        "tool_pairs": seqs(plan.tools),
+        "aborted": seqs(plan.aborted),
+        "users": seqs(plan.users),
+        "truncated_user": [plan.truncated_user[0].first_seq] if plan.truncated_user else [],
+    }
+
+
+def _prior_text(unit: Unit | None) -> str | None:
+    """The previous summary without its marker line: the state the new summary updates."""
+    if unit is None:
+        return None
+    text = text_of(unit.items[0])
+    first, _, rest = text.partition("\n")
+    return rest if first.startswith(SUMMARY_START) else text
+
+
+def _safe_message(exc: BaseException) -> str:
+    """An exception's message, bounded; summarizer errors never carry secrets or content."""
+    return f"{type(exc).__name__}: {exc}"[:300]

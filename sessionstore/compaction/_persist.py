@@ -1,0 +1,249 @@
+"""Write a compaction in ONE transaction, with a compare-and-swap on the session.
+
+The summary was made outside any lock (it can take seconds). Under the session
+lock we check that the covered prefix is unchanged: the same context start and
+no pop of a covered row since the snapshot. Items appended meanwhile are carried
+forward after the kept ones, so nothing is lost or reordered. Then the new
+active context (pinned copies, the <COMPACT-SUMMARY vN> marker, kept copies, late
+items), the compactions row, the archive of the replaced originals and the
+events are written together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .._archive_codec import encode_archive
+from .._archive_sealing import archive_columns
+from .._events import Event
+from .._items import encode_payload
+from .._payload_sealing import SessionKeys
+from .._rows import StoredRow, visible_rows
+from .._schema import (
+    KIND_CARRY,
+    KIND_SUMMARY,
+    KIND_TOMBSTONE,
+    archive_members,
+    archives,
+    compactions,
+    events,
+    sessions,
+)
+from .._schema import messages as messages_table
+from .._session_sql import AnyRow, lock_session, rows_after, seal_row
+from ._marker import summary_marker
+
+CountItem = Callable[[Mapping[str, Any]], int]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionWrite:
+    """Everything a compaction writes, decided before the transaction starts."""
+
+    session_id: str
+    snapshot_start: int  # context_start_seq when the rows were read
+    snapshot_last: int  # last_seq when the rows were read
+    pinned: Sequence[StoredRow]
+    summary_text: str | None  # None: prune-only (the prior summary, if any, is carried)
+    summary_role: str
+    prior_summary: StoredRow | None
+    kept: Sequence[tuple[StoredRow, dict[str, Any] | None]]  # row, replacement payload
+    replaced: Sequence[StoredRow]
+    record: Mapping[str, Any]  # compactions columns decided by the service
+    events: Sequence[Event] = field(default_factory=tuple)
+    redact: Callable[[Any], Any] | None = None  # scrub archived copies (redact_archives)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What the transaction wrote."""
+
+    compaction_id: int
+    version: int
+    context_start_seq: int
+    summary_seq: int | None
+    tokens_after: int
+    items_after: int
+    carried_late: int
+    events: tuple[Event, ...]  # as stored: linked to the compaction and its archive
+
+
+def archived_record(row: StoredRow) -> dict[str, Any]:
+    """One archived row: where it was and what it held."""
+    return {
+        "seq": row.seq,
+        "kind": row.kind,
+        "ref_seq": row.ref_seq,
+        "role": row.role,
+        "item_type": row.item_type,
+        "tool_name": row.tool_name,
+        "tokens": row.tokens,
+        "item": row.item,
+    }
+
+
+def _origin(row: StoredRow) -> int:
+    return row.ref_seq if row.kind == KIND_CARRY and row.ref_seq is not None else row.seq
+
+
+def _copy(
+    row: StoredRow,
+    *,
+    seq: int,
+    kind: str,
+    item: dict[str, Any] | None,
+    tokens: int,
+) -> dict[str, Any]:
+    payload = item if item is not None else row.item
+    assert payload is not None, f"row {row.seq} has no payload to carry"
+    return {
+        "session_id": row.session_id,
+        "seq": seq,
+        "kind": kind,
+        "role": row.role,
+        "item_type": row.item_type,
+        "tool_name": row.tool_name,
+        "call_id": row.call_id,
+        "tokens": tokens,
+        "protected": row.protected,
+        "ref_seq": _origin(row),
+        "archive_id": row.archive_id,
+        "payload": encode_payload(payload, 0),
+    }
+
+
+def _conflicts(late: Sequence[StoredRow], snapshot_last: int) -> bool:
+    """A pop of a covered row since the snapshot invalidates the plan."""
+    return any(row.kind == KIND_TOMBSTONE and (row.ref_seq or 0) <= snapshot_last for row in late)
+
+
+def tx_commit_compaction(
+    conn: Connection, write: CompactionWrite, count_item: CountItem, keys: SessionKeys
+) -> CompactionResult | None:
+    """Commit the compaction, or return None if the session moved under it (retry)."""
+    session: AnyRow | None = lock_session(conn, write.session_id)
+    if session is None or session.context_start_seq != write.snapshot_start:
+        return None
+    late_rows = rows_after(conn, write.session_id, write.snapshot_last, keys)
+    if _conflicts(late_rows, write.snapshot_last):
+        return None
+    late = visible_rows(late_rows)
+    version = int(session.compaction_count) + 1
+    start = int(session.last_seq) + 1
+
+    rows: list[dict[str, Any]] = []
+    summary_seq: int | None = None
+
+    def add(row: StoredRow, kind: str, item: dict[str, Any] | None = None) -> None:
+        tokens = row.tokens if item is None else count_item(item)
+        rows.append(_copy(row, seq=start + len(rows), kind=kind, item=item, tokens=tokens))
+
+    for row in write.pinned:
+        add(row, KIND_CARRY)
+    if write.summary_text is not None:
+        summary_seq = start + len(rows)
+        rows.append(_summary_row(write, summary_seq, version, count_item))
+    elif write.prior_summary is not None:  # prune-only keeps the state it had
+        summary_seq = start + len(rows)
+        add(write.prior_summary, KIND_SUMMARY)
+    for row, replacement in write.kept:
+        add(row, KIND_CARRY, replacement)
+    for row in late:
+        add(row, KIND_CARRY)
+    tokens_after = sum(row["tokens"] for row in rows)
+
+    compaction_id = conn.execute(
+        compactions.insert()
+        .values(
+            session_id=write.session_id,
+            version=version,
+            covered_from_seq=min(row.seq for row in write.replaced),
+            covered_to_seq=max(row.seq for row in write.replaced),
+            context_start_seq=start,
+            summary_seq=summary_seq,
+            tokens_after=tokens_after,
+            summary_tokens=rows[summary_seq - start]["tokens"] if summary_seq else None,
+            **write.record,
+        )
+        .returning(compactions.c.id)
+    ).scalar_one()
+    records = [archived_record(row) for row in write.replaced]
+    archive = encode_archive([write.redact(r) for r in records] if write.redact else records)
+    archive_id = conn.execute(
+        archives.insert()
+        .values(
+            reason="compaction",
+            **archive_columns(
+                archive,
+                session_id=write.session_id,
+                compaction_id=compaction_id,
+                keyring=keys.keyring,
+            ),
+        )
+        .returning(archives.c.id)
+    ).scalar_one()
+    conn.execute(
+        archive_members.insert(),
+        [
+            {"session_id": write.session_id, "seq": row.seq, "archive_id": archive_id}
+            for row in write.replaced
+        ],
+    )
+    key = keys.for_rows(conn, dict(session._mapping))
+    for new_row in rows:
+        new_row["compaction_id"] = compaction_id
+        seal_row(new_row, key)
+    if rows:
+        conn.execute(messages_table.insert(), rows)
+    conn.execute(
+        sessions.update()
+        .where(sessions.c.session_id == write.session_id)
+        .values(
+            last_seq=start + len(rows) - 1,
+            context_start_seq=start,
+            context_tokens=tokens_after,
+            context_items=len(rows),
+            compaction_count=version,
+            updated_at=sa.func.current_timestamp(),
+        )
+    )
+    links = {"compaction_id": compaction_id, "archive_id": archive_id}
+    linked = tuple(replace(event, fields={**event.fields, **links}) for event in write.events)
+    if linked:
+        conn.execute(events.insert(), [event.row() for event in linked])
+    return CompactionResult(
+        compaction_id=compaction_id,
+        version=version,
+        context_start_seq=start,
+        summary_seq=summary_seq,
+        tokens_after=tokens_after,
+        items_after=len(rows),
+        carried_late=len(late),
+        events=linked,
+    )
+
+
+def _summary_row(
+    write: CompactionWrite, seq: int, version: int, count_item: CountItem
+) -> dict[str, Any]:
+    assert write.summary_text is not None
+    item = {"role": write.summary_role, "content": summary_marker(version, write.summary_text)}
+    return {
+        "session_id": write.session_id,
+        "seq": seq,
+        "kind": KIND_SUMMARY,
+        "role": write.summary_role,
+        "item_type": "message",
+        "tool_name": None,
+        "call_id": None,
+        "tokens": count_item(item),
+        "protected": False,
+        "ref_seq": None,
+        "archive_id": None,
+        "payload": encode_payload(item, 0),
+    }

@@ -1,0 +1,46 @@
+"""The Summarizer protocol and the failures the compaction service knows how to handle.
+
+The service reacts to each failure kind (docs/COMPACTION.md): too long -> retry at
+half max_tokens (twice), refused -> retry with the `brief` strategy, tool calls,
+unavailable or anything else -> prune-only, input too large -> trim the oldest
+items and retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What to summarize and how."""
+
+    items: Sequence[Mapping[str, Any]]  # the items being replaced, oldest first
+    prior_summary: str | None  # the previous summary: the state to update, not to re-summarize
+    strategy: str  # e.g. "task_state"
+    instructions: str  # the strategy's prompt template
+    max_tokens: int  # the summary must fit in this many tokens
+    keep_keys: Sequence[str] = field(default_factory=tuple)  # facts to carry verbatim
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summary the service can store (without the <COMPACT-SUMMARY vN> prefix)."""
+
+    text: str
+    model: str | None = None
+    output_tokens: int | None = None
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns replaced items (plus the prior summary) into a new summary."""
+
+    name: str  # e.g. "extractive" or "openai:gpt-4o-mini"
+    input_window: int | None  # tokens the summarizer accepts; None means unbounded
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Return a summary or raise a SummarizerError subclass."""
+        ...
