@@ -18,6 +18,8 @@ from sessionstore.adapters.agents_sdk import SQLSession, input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager
 from sessionstore.exporters import ConsoleExporter, EventBus
 
+SESSION = "minimal-demo"
+
 
 def _model(turns: int) -> Any:
     if os.environ.get("OPENAI_API_KEY"):
@@ -29,16 +31,16 @@ def _model(turns: int) -> Any:
 async def main(turns: int = 12) -> None:
     # --- enablement: these lines are all it takes ------------------------------
     events = EventBus([ConsoleExporter()])  # every compaction decision, on stderr
-    store = SessionStore("sqlite:///minimal.db", publisher=events)
+    store = SessionStore(publisher=events)  # ./sessionstore.db
     manager = CompactionManager(CompactionConfig(max_context_tokens=3_000, store=store))
-    session = SQLSession("user-42", manager=manager)
+    session = SQLSession(SESSION, manager=manager)
     run_config = RunConfig(call_model_input_filter=input_filter(manager))
     agent = Agent(name="assistant", instructions="Be brief.", model=_model(turns))
     # ----------------------------------------------------------------------------
     await session.clear_session()
     for n in range(turns):
         await Runner.run(agent, f"Remember fact {n}.", session=session, run_config=run_config)
-    info = await store.session_info("user-42")
+    info = await store.session_info(SESSION)
     assert info is not None
     print(f"{turns} turns, {info.compaction_count} compactions, {info.context_tokens} tokens now")
     # What the model sees in place of the compacted turns: the latest summary.

@@ -311,7 +311,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="shop-") as tmp, EventBus([_exporter()]) as bus:
         workspace = Workspace(Path(tmp))
         workspace.create()
-        store = SessionStore("sqlite:///coding_session.db", publisher=bus)
+        store = SessionStore(publisher=bus)  # ./sessionstore.db
         policy = CompactionPolicy(
             keep_recent_turns=2,
             keep_tool_io_pairs=2,

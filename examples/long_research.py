@@ -132,7 +132,7 @@ def _script() -> list[list[Any]]:
 
 
 async def main() -> None:
-    store = SessionStore("sqlite:///long_research.db")
+    store = SessionStore()  # ./sessionstore.db ($SESSIONSTORE_URL if set)
     policy = CompactionPolicy(
         trigger_pct=0.6,  # compact between questions, well before the window is near
         keep_recent_turns=1,

@@ -27,7 +27,7 @@ def _model() -> Any:
 
 async def main() -> None:
     # --- the ten lines of the README -----------------------------------------
-    store = SessionStore("sqlite:///quickstart.db")  # or postgresql+asyncpg://...
+    store = SessionStore()  # ./sessionstore.db ($SESSIONSTORE_URL if set), or a URL
     agent = Agent(name="assistant", instructions="Be brief.", model=_model())
     session = SQLSession("user-42", store)
     await session.clear_session()  # start fresh each time the example runs

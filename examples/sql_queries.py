@@ -6,7 +6,7 @@ call_id, tokens, created_at) next to its JSON payload; every compaction is a row
 SQLAlchemy AsyncEngine, and each question below is one SELECT that runs unchanged on SQLite
 and PostgreSQL.
 
-    python examples/sql_queries.py                                  # ./sql_queries.db
+    python examples/sql_queries.py                                  # ./sessionstore.db
     python examples/sql_queries.py postgresql://user@host/db        # or $SESSIONSTORE_URL
 
 The first run stores three short agent sessions (two of them compacted) to ask about;
@@ -16,7 +16,6 @@ later runs ask the same questions of the same history. Fully offline.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -168,8 +167,8 @@ async def seed(store: SessionStore) -> None:
 
 
 async def main() -> None:
-    url = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("SESSIONSTORE_URL")
-    async with SessionStore(url or "sqlite:///sql_queries.db", create_tables=True) as store:
+    url = sys.argv[1] if len(sys.argv) > 1 else None  # None: $SESSIONSTORE_URL or ./sessionstore.db
+    async with SessionStore(url, create_tables=True) as store:
         await seed(store)
         await ask(store)
 

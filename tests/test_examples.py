@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 from sessionstore import SessionStore
 from sessionstore._items import text_of
 from sessionstore._schema import compactions
+from tests.support.cli import run_process
 from tests.support.invariants import assert_session_invariants
 from tests.support.openai_server import OpenAIServer
 from tests.support.servers import AriadneIngest, serve
@@ -27,7 +29,8 @@ def _run(
     script: str, cwd: Path, *args: str, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run an example offline (no OPENAI_API_KEY unless `env` sets one)."""
-    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ARIADNE_URL")}
+    unset = ("OPENAI_API_KEY", "ARIADNE_URL", "SESSIONSTORE_URL")
+    base = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, str(EXAMPLES / script), *args],
         capture_output=True,
@@ -58,7 +61,7 @@ def test_quickstart_remembers_across_turns(tmp_path: Path) -> None:
     assert lines[1].startswith("4 items,") and lines[1].endswith("tokens")
     second = _run("quickstart.py", tmp_path)  # same database file, started fresh
     assert second.stdout == first.stdout
-    assert (tmp_path / "quickstart.db").exists()
+    assert (tmp_path / "sessionstore.db").exists()
 
 
 def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
@@ -140,9 +143,7 @@ async def test_coding_session_traces_compactions_to_ariadne_and_keeps_protected_
     }
     assert sessionless == {"schema.migrated"}  # the new file's migration belongs to no session
 
-    protected, test_runs = await _check_coding_session(
-        f"sqlite:///{tmp_path / 'coding_session.db'}"
-    )
+    protected, test_runs = await _check_coding_session(f"sqlite:///{tmp_path / 'sessionstore.db'}")
     assert len(protected) == 1 + 2 * 2  # the rules, two remember calls and their outputs
     # The tools worked on a real repository: the bug failed a test, the fix made it pass.
     assert len(test_runs) == 3 and "FAILED (failures=1)" in test_runs[0]
@@ -172,7 +173,7 @@ async def test_coding_session_uses_a_real_model_and_summarizer_with_a_key(
     summaries = [r for r in requests if r.path == "/v1/chat/completions"]
     assert len(agent_calls) >= 9 and agent_calls[0].body["model"] == "gpt-4o-mini"
     assert summaries and summaries[0].body["temperature"] == 0
-    url = f"sqlite:///{tmp_path / 'coding_session.db'}"
+    url = f"sqlite:///{tmp_path / 'sessionstore.db'}"
     async with SessionStore(url) as store, store.engine.connect() as conn:
         query = sa.select(compactions.c.summarizer, compactions.c.status)
         rows = (await conn.execute(query)).all()
@@ -205,7 +206,7 @@ async def test_long_research_reports_every_round(tmp_path: Path) -> None:
     assert all(line.startswith(("  = ", "  - ")) for line in rows)
     assert all(line.startswith("  - ") for line in rows if "summarized" in line)
 
-    async with SessionStore(f"sqlite:///{tmp_path / 'long_research.db'}") as store:
+    async with SessionStore(f"sqlite:///{tmp_path / 'sessionstore.db'}") as store:
         history = await store.history("research")
         findings = [
             row.item
@@ -301,3 +302,17 @@ def test_chat_loop_runs_against_an_openai_compatible_server(tmp_path: Path) -> N
 def test_chat_loop_says_what_it_needs_without_a_key(tmp_path: Path) -> None:
     result = _run("chat_loop.py", tmp_path)
     assert result.returncode == 1 and "set OPENAI_API_KEY" in result.stderr
+
+
+def test_the_examples_share_the_default_database_and_run_again(tmp_path: Path) -> None:
+    """The README's path: examples, then the CLI, all on ./sessionstore.db, any number of times."""
+    scripts = ("quickstart.py", "agents_sdk_minimal.py", "long_research.py", "sql_queries.py")
+    for script in scripts * 2:
+        result = _run(script, tmp_path)
+        assert result.returncode == 0, f"{script}: {result.stderr}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["sessionstore.db"]
+    listed = run_process("sessions", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    sessions = {row["session_id"] for row in json.loads(listed.stdout)}
+    expected = {"user-42", "minimal-demo", "research", "alice-trip", "bob-billing"}
+    assert expected <= sessions

@@ -13,7 +13,14 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._database import open_database, resolve_url
-from tests.support.cli import assert_refused, db_state, run, run_compactctl, seed_work_session
+from tests.support.cli import (
+    assert_refused,
+    db_state,
+    run,
+    run_compactctl,
+    run_process,
+    seed_work_session,
+)
 
 
 def test_no_arguments_shows_help() -> None:
@@ -102,25 +109,14 @@ def test_a_two_slash_sqlite_url_is_explained_in_one_line(tmp_path: Path) -> None
     assert len(result.output.strip().splitlines()) == 1
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The installed entry point in a real process, output to a pipe."""
-    return subprocess.run(
-        [sys.executable, "-m", "sessionstore.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
-
-
 def test_piped_output_is_neither_wrapped_nor_coloured(seeded: str, tmp_path: Path) -> None:
     long_id = "session-" + "x" * 150
     asyncio.run(_append(seeded, long_id))
-    listed = _cli("sessions", "list", "--url", seeded, cwd=tmp_path)
+    listed = run_process("sessions", "list", "--url", seeded, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert any(long_id in line for line in listed.stdout.splitlines())
     assert "\x1b[" not in listed.stdout
-    events = _cli("events", "--url", seeded, "--all", cwd=tmp_path)
+    events = run_process("events", "--url", seeded, "--all", cwd=tmp_path)
     lines = events.stdout.splitlines()
     assert lines and all(line.split()[0].isdigit() for line in lines)  # one event per line
 

@@ -4,8 +4,12 @@ against the real databases (a SQLite file and the machine's PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,6 +38,20 @@ def run(
 ) -> Result:
     """`sessionstore ARGS...` in-process (`input` is what the user types)."""
     return runner.invoke(app, list(args), env=env, input=input)
+
+
+def run_process(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The installed command in a real process, output to a pipe, the default database
+    being the one in `cwd` ($SESSIONSTORE_URL unset)."""
+    env = {name: value for name, value in os.environ.items() if name != "SESSIONSTORE_URL"}
+    return subprocess.run(
+        [sys.executable, "-m", "sessionstore.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def run_compactctl(*args: str) -> Result:
