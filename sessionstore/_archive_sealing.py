@@ -1,9 +1,12 @@
 """Archive rows, sealed: compress, then envelope-encrypt, bound to where the row belongs.
 
-The associated data binds each archive's ciphertext to its table, session,
-compaction and seq range, so a row copied to another session or edited in place
-fails to open instead of returning someone else's data. Without a keyring the
-body is stored compressed but plain (format 0); the store warns about that once.
+The associated data binds each archive's ciphertext to its table, session, seq range and
+the compaction it was sealed for. That compaction is read from `bound_compaction`, a column
+written once with the row, never from `compaction_id`, which retention sets to NULL when it
+deletes the compaction: an archive kept after its session is gone still opens. A row copied
+to another session, given other seqs or pointed at another compaction fails to open instead
+of returning someone else's data. Without a keyring the body is stored compressed but plain
+(format 0); the store warns about that once.
 """
 
 from __future__ import annotations
@@ -18,17 +21,40 @@ from ._crypto import ENVELOPE_V1, Keyring, Sealed, open_sealed, seal
 from ._errors import SealedDataError
 
 
+def bound_compaction_of(compaction_id: int | None) -> str:
+    """How an archive names the compaction it is sealed for ("none" for a truncation)."""
+    return "none" if compaction_id is None else str(compaction_id)
+
+
 def archive_context(
-    session_id: str, compaction_id: int | None, from_seq: int, to_seq: int
+    session_id: str, bound_compaction: str, from_seq: int, to_seq: int
 ) -> dict[str, str]:
     """What an archive's ciphertext is bound to."""
     return {
         "table": "archives",
         "session_id": session_id,
-        "compaction_id": "none" if compaction_id is None else str(compaction_id),
+        "compaction_id": bound_compaction,
         "from_seq": str(from_seq),
         "to_seq": str(to_seq),
     }
+
+
+def row_context(row: Mapping[str, Any]) -> dict[str, str]:
+    """The binding of a stored archive row; a clear error when it cannot be known or was moved."""
+    bound = row["bound_compaction"]
+    if bound is None:
+        raise SealedDataError(
+            label_of(row),
+            "it was sealed for a compaction that a retention run deleted before migration 0006, "
+            "and no event records which one, so its binding cannot be rebuilt",
+        )
+    if row["compaction_id"] is not None and str(row["compaction_id"]) != bound:
+        raise SealedDataError(
+            label_of(row),
+            f"its compaction_id was changed to {row['compaction_id']} (it was sealed for "
+            f"compaction {bound}): the row was moved or edited",
+        )
+    return archive_context(row["session_id"], bound, row["from_seq"], row["to_seq"])
 
 
 def archive_columns(
@@ -39,9 +65,11 @@ def archive_columns(
     keyring: Keyring | None,
 ) -> dict[str, Any]:
     """Column values for an `archives` insert: sealed when a keyring is configured."""
+    bound = bound_compaction_of(compaction_id)
     columns: dict[str, Any] = {
         "session_id": session_id,
         "compaction_id": compaction_id,
+        "bound_compaction": bound,
         "from_seq": body.from_seq,
         "to_seq": body.to_seq,
         "item_count": body.item_count,
@@ -50,7 +78,7 @@ def archive_columns(
     }
     if keyring is None:
         return {**columns, "format_version": PLAIN_FORMAT, "body": body.body}
-    context = archive_context(session_id, compaction_id, body.from_seq, body.to_seq)
+    context = archive_context(session_id, bound, body.from_seq, body.to_seq)
     sealed = seal(body.body, keyring, context)
     return {
         **columns,
@@ -104,10 +132,7 @@ def open_archive(row: Mapping[str, Any], keyring: Keyring | None) -> OpenedArchi
                 f"it is encrypted under key {row['kek_id']!r} but no keyring is configured "
                 "(set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE)",
             )
-        context = archive_context(
-            row["session_id"], row["compaction_id"], row["from_seq"], row["to_seq"]
-        )
-        compressed = open_sealed(sealed_of(row), keyring, context, label=label)
+        compressed = open_sealed(sealed_of(row), keyring, row_context(row), label=label)
     else:
         raise SealedDataError(label, f"unknown archive format version {row['format_version']}")
     try:

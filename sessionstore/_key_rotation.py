@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ._archive_sealing import archive_context, label_of, sealed_of
+from ._archive_sealing import label_of, row_context, sealed_of
 from ._crypto import ENVELOPE_V1, Keyring, rewrap
 from ._errors import KeyInUseError, SessionStoreError
 from ._payload_sealing import session_key_context, unwrap_session_key
@@ -81,10 +81,7 @@ def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
         )
     ]
     for row in rows:
-        context = archive_context(
-            row["session_id"], row["compaction_id"], row["from_seq"], row["to_seq"]
-        )
-        fresh = rewrap(sealed_of(row), keyring, context, label=label_of(row))
+        fresh = rewrap(sealed_of(row), keyring, row_context(row), label=label_of(row))
         conn.execute(
             archives.update()
             .where(archives.c.id == row["id"])

@@ -169,6 +169,9 @@ archives: Final = sa.Table(
         sa.ForeignKey("compactions.id", ondelete="SET NULL"),
         nullable=True,
     ),
+    # The compaction the ciphertext is bound to ("none" or its id), as sealed (0006). Unlike
+    # compaction_id it never changes: deleting the compaction (retention) must not orphan it.
+    sa.Column("bound_compaction", sa.Text, nullable=True),
     sa.Column("reason", sa.String(32), nullable=False),  # compaction|truncation
     sa.Column("from_seq", sa.BigInteger, nullable=False),
     sa.Column("to_seq", sa.BigInteger, nullable=False),
