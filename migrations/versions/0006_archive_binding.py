@@ -69,7 +69,7 @@ def _recover_orphans(conn: sa.Connection) -> None:
         )
     ):
         archive_id = _archive_id(row.payload)
-        if archive_id in orphans:
+        if archive_id is not None and archive_id in orphans:
             found[archive_id] = row.compaction_id
     for archive_id, compaction_id in found.items():
         conn.execute(
