@@ -6,6 +6,7 @@ migrated by a newer release fails fast with a message that names the fix.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -116,6 +117,30 @@ async def upgrade(database: Database, revision: str = "head") -> None:
 async def downgrade(database: Database, revision: str) -> None:
     """Downgrade the database to `revision` ("base" removes every table)."""
     await database.write(_migrate, "down", revision)
+
+
+QUERY_ROLE_NAME: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _grant_query_role(connection: Connection, role: str) -> None:
+    exists = connection.execute(
+        sa.text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
+    ).first()
+    if exists is None:
+        connection.exec_driver_sql(f'CREATE ROLE "{role}" NOLOGIN')
+    connection.exec_driver_sql(f'GRANT "{role}" TO CURRENT_USER')  # so SET ROLE may use it
+    connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA public TO "{role}"')
+    for table in sorted(metadata.tables):
+        if table != "alembic_version":
+            connection.exec_driver_sql(f'GRANT SELECT ON "{table}" TO "{role}"')
+
+
+async def create_query_role(database: Database, role: str) -> None:
+    """PostgreSQL: a NOLOGIN role that may only SELECT the documented tables, for
+    `sessionstore query --role` (no server files, programs or other schemas)."""
+    if not QUERY_ROLE_NAME.match(role):
+        raise ValueError(f"{role!r} is not a role name: lower-case letters, digits and _")
+    await database.write(_grant_query_role, role)
 
 
 async def ensure_schema(

@@ -9,7 +9,14 @@ import typer
 
 from .._database import open_database, resolve_url
 from .._errors import SchemaTooNewError
-from .._migrations import current_revision, head_revision, known_revisions, upgrade
+from .._migrations import (
+    QUERY_ROLE_NAME,
+    create_query_role,
+    current_revision,
+    head_revision,
+    known_revisions,
+    upgrade,
+)
 from ._common import ConfigOption, UrlOption, console, shown_url, target_url
 from ._text import shown
 
@@ -20,9 +27,23 @@ def migrate(
     revision: Annotated[
         str, typer.Option(help="Target revision id, or 'head' for the newest.")
     ] = "head",
+    query_role: Annotated[
+        str | None,
+        typer.Option(
+            help="PostgreSQL: also create this role, allowed to SELECT the documented tables "
+            "only, for `sessionstore query --role`.",
+        ),
+    ] = None,
 ) -> None:
     """Create or upgrade the sessionstore tables (Alembic) to REVISION (default: newest)."""
     url = target_url(url, config)
+    if query_role is not None:
+        if not QUERY_ROLE_NAME.match(query_role):
+            raise typer.BadParameter(
+                "a role name is lower-case letters, digits and _", param_hint="--query-role"
+            )
+        if resolve_url(url).get_backend_name() != "postgresql":
+            raise typer.BadParameter("roles are PostgreSQL's", param_hint="--query-role")
 
     async def run() -> tuple[str | None, str | None]:
         database = open_database(resolve_url(url))
@@ -36,6 +57,8 @@ def migrate(
                     "nothing was changed."
                 )
             await upgrade(database, revision)
+            if query_role is not None:
+                await create_query_role(database, query_role)
             return before, await current_revision(database)
         finally:
             await database.dispose()
@@ -58,3 +81,7 @@ def migrate(
         )
     else:
         console.print(shown(f"{shown_url(url)}: migrated {before or 'empty'} -> {after}", "green"))
+    if query_role is not None:
+        console.print(
+            shown(f"role {query_role!r} may SELECT the sessionstore tables, nothing else")
+        )

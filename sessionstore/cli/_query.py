@@ -1,17 +1,18 @@
 """`sessionstore query`: read-only SQL over the documented schema.
 
-Three guards: the statement must be a single SELECT (or WITH ... SELECT, EXPLAIN,
-VALUES, or a read-only PRAGMA), the store is opened read-only (SQLite `mode=ro`,
-PostgreSQL READ ONLY transactions), so the database refuses a write even if the first
-check were fooled, and a timeout the database enforces (SQLite: a progress handler;
-PostgreSQL: statement_timeout) stops a runaway query. At most `--limit` rows are held.
+Four guards: the statement must pass `_query_guard` (one SELECT over the documented tables,
+parsed by a real SQL parser; what runs is the parser's re-printing of what it checked); the
+store is opened read-only (SQLite `mode=ro`, PostgreSQL READ ONLY transactions), so the
+database refuses a write even if the first check were fooled; a timeout the database
+enforces (SQLite: a progress handler; PostgreSQL: statement_timeout) stops a
+runaway query, and SQLite's heap is capped; on PostgreSQL, `--role` (or the config's
+`query.role`) runs it as a least-privileged role (`sessionstore migrate --query-role`).
+At most `--limit` rows are held.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 import sqlite3
 import sys
 import time
@@ -23,6 +24,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .._errors import QueryRejectedError, StoreTimeoutError
+from .._migrations import QUERY_ROLE_NAME
 from .._redaction import Redactor, redaction_disabled_event
 from ._common import ConfigOption, UrlOption, console, err_console, open_store, record_audit
 from ._query_output import render_table, render_text
@@ -31,68 +33,35 @@ from ._text import shown
 DEFAULT_LIMIT: Final = 10_000
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored cell is wrapped or cut
 DEFAULT_TIMEOUT_S: Final = 30.0
-_READ_ONLY_START: Final = re.compile(r"^\s*(select|with|explain|values)\b", re.IGNORECASE)
-# PRAGMAs that only report (SQLite); any `=` (a setting) is refused.
-_READ_ONLY_PRAGMAS: Final = frozenset(
-    {
-        "table_info",
-        "table_xinfo",
-        "table_list",
-        "index_list",
-        "index_info",
-        "index_xinfo",
-        "foreign_key_list",
-        "user_version",
-        "page_count",
-        "page_size",
-        "journal_mode",
-        "encoding",
-        "compile_options",
-    }
-)
-_PRAGMA: Final = re.compile(r"^\s*pragma\s+(\w+)\s*(?:\(\s*[\w\"'.]+\s*\))?\s*$", re.IGNORECASE)
-# Statements that never belong in a query (a data-modifying CTE, say); the database's
-# read-only mode below catches anything this misses.
-_WRITE_WORDS: Final = re.compile(
-    r"\b(insert|update|delete|drop|alter|create|truncate|grant|revoke|attach|detach|"
-    r"vacuum|reindex|pragma|merge)\b",
-    re.IGNORECASE,
-)
-
-
-def refusal(sql: str) -> str | None:
-    """Why `sql` is refused, or None when it is a single read-only statement."""
-    body = re.sub(r"'(?:[^']|'')*'", "''", sql)  # string literals may say anything
-    body = re.sub(r"--[^\n]*|/\*.*?\*/", " ", body, flags=re.DOTALL).strip().rstrip(";")
-    if ";" in body:
-        return "only one statement is allowed"
-    pragma = _PRAGMA.match(body)
-    if pragma is not None:
-        if pragma.group(1).lower() in _READ_ONLY_PRAGMAS:
-            return None
-        return f"PRAGMA {pragma.group(1)} is not one of the read-only PRAGMAs"
-    if not _READ_ONLY_START.match(body):
-        return "only SELECT (or WITH ... SELECT, EXPLAIN, VALUES) is allowed"
-    word = _WRITE_WORDS.search(body)
-    if word:
-        return f"{word.group(0).upper()} is not allowed in a read-only query"
-    return None
+SQLITE_HEAP_LIMIT: Final = 512 * 1024 * 1024  # bytes; a query that needs more is stopped
 
 
 def _select(
-    conn: Connection, sql: str, limit: int, timeout_s: float
+    conn: Connection, sql: str, limit: int, timeout_s: float, role: str | None
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run `sql` under a database-enforced timeout; at most `limit + 1` rows are fetched."""
+    """Vet `sql`, then run it under the database's guards; at most `limit + 1` rows fetched."""
+    from ._query_guard import vetted  # the SQL parser loads only for this command
+
     sqlite = conn.dialect.name == "sqlite"
+    statement = vetted(sql, conn.dialect.name)
     deadline = time.monotonic() + timeout_s
     raw = conn.connection.driver_connection
+    heap_before = 0
     if sqlite:
         assert isinstance(raw, sqlite3.Connection)
+        if role is not None:
+            raise QueryRejectedError("refused: --role is PostgreSQL's; SQLite has no roles")
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        heap_before = raw.execute("PRAGMA hard_heap_limit").fetchone()[0]
+        raw.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}")
     else:
+        # Reads run in autocommit, where SET LOCAL does nothing: set, then reset below (a
+        # connection whose reset fails is discarded by the store, never pooled again).
         conn.exec_driver_sql(f"SET statement_timeout = {max(int(timeout_s * 1000), 1)}")
+        if role is not None:
+            conn.exec_driver_sql(f'SET ROLE "{role}"')
     try:
-        result = conn.exec_driver_sql(sql)
+        result = conn.exec_driver_sql(statement)
         rows = [tuple(row) for row in result.fetchmany(limit + 1)]
         columns = list(result.keys())
         result.close()
@@ -104,24 +73,34 @@ def _select(
                 f"the query ran longer than {timeout_s:g} s and was stopped by the database "
                 "(raise --timeout, or narrow it with WHERE / LIMIT)"
             ) from None
-        raise QueryRejectedError(reason) from None
+        raise QueryRejectedError(
+            f"the database rejected it: {reason}; `sessionstore schema` lists the tables "
+            "(docs/SCHEMA.md describes them)"
+        ) from None
     finally:
         if sqlite:
             assert isinstance(raw, sqlite3.Connection)
             raw.set_progress_handler(None, 0)
+            raw.execute(f"PRAGMA hard_heap_limit = {int(heap_before)}")
         else:
-            with contextlib.suppress(DBAPIError):
-                conn.exec_driver_sql("RESET statement_timeout")
+            conn.exec_driver_sql("RESET ROLE")
+            conn.exec_driver_sql("RESET statement_timeout")
 
 
 async def _run(
-    url: str | None, config: Path | None, sql: str, redact: bool, limit: int, timeout_s: float
+    url: str | None,
+    config: Path | None,
+    sql: str,
+    redact: bool,
+    limit: int,
+    timeout_s: float,
+    role: str | None = None,
 ) -> tuple[list[str], list[tuple[Any, ...]], Redactor]:
     if not redact:
         await record_audit(url, config, [redaction_disabled_event()])
     async with open_store(url, config, read_only=True) as store:
         redactor = store.redactor if redact else Redactor(enabled=False)
-        columns, rows = await store.read_snapshot(_select, sql, limit, timeout_s)
+        columns, rows = await store.read_snapshot(_select, sql, limit, timeout_s, role)
         return columns, rows, redactor
 
 
@@ -147,6 +126,13 @@ def query(
         float,
         typer.Option(min=0.001, max=86_400, help="Seconds before the database stops the query."),
     ] = DEFAULT_TIMEOUT_S,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            envvar="SESSIONSTORE_QUERY_ROLE",
+            help="PostgreSQL: run as this read-only role (`sessionstore migrate --query-role`).",
+        ),
+    ] = None,
 ) -> None:
     """Run read-only SQL (SELECT ...) against the store; writes are refused."""
     chosen = [
@@ -156,17 +142,15 @@ def query(
     ]
     if len(chosen) > 1:
         raise typer.BadParameter(f"pick one output format, not {' and '.join(chosen)}")
-    reason = refusal(sql)
-    if reason is not None:
-        raise typer.BadParameter(f"refused: {reason}", param_hint="SQL")
-    try:
-        columns, rows, redactor = asyncio.run(_run(url, config, sql, redact, limit, timeout))
-    except QueryRejectedError as exc:  # the database's own words: no such table, a syntax error
+    if role is not None and not QUERY_ROLE_NAME.match(role):
         raise typer.BadParameter(
-            f"the database rejected it: {exc}; `sessionstore schema` lists the tables "
-            "(docs/SCHEMA.md describes them)",
-            param_hint="SQL",
-        ) from None
+            "a role name is lower-case letters, digits and _ (as `migrate --query-role` makes)",
+            param_hint="--role",
+        )
+    try:
+        columns, rows, redactor = asyncio.run(_run(url, config, sql, redact, limit, timeout, role))
+    except QueryRejectedError as exc:  # refused by the guard, or the database's own words
+        raise typer.BadParameter(str(exc), param_hint="SQL") from None
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if len(rows) > limit:
