@@ -18,6 +18,11 @@ def check_session_id(session_id: object) -> None:
             f"session_id must be a str, got {type(session_id).__name__}; "
             "use str(user_id) for numeric ids"
         )
+    if "\x00" in session_id:
+        raise ValueError(
+            "session_id contains a NUL character, which PostgreSQL cannot store (and SQLite "
+            "would store only there); remove it"
+        )
 
 
 def check_flag(name: str, value: object) -> bool:

@@ -210,6 +210,42 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
     return ItemInfo(role, item_type, tool_name, call_id, protected)
 
 
+# Typed columns PostgreSQL bounds (SQLite would take anything): refused on both, alike.
+_TYPED_WIDTHS: Final = {"role": 32, "item_type": 64}
+_TYPED_SOURCES: Final = {
+    "role": "role",
+    "item_type": "type",
+    "tool_name": "name",
+    "call_id": "call_id",
+}
+
+
+def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
+    """`info`, if both backends can store it: no NUL in a typed column, none too wide.
+
+    The payload keeps any JSON; only the copies in typed columns are checked, so an item
+    PostgreSQL would refuse mid-transaction is refused before anything is written, and
+    SQLite refuses it the same way.
+    """
+    for column, source in _TYPED_SOURCES.items():
+        value = getattr(info, column)
+        if value is None:
+            continue
+        if "\x00" in value:
+            raise InvalidItemError(
+                f"item #{index} field {source} contains a NUL character, which a text column "
+                "cannot hold (PostgreSQL refuses it); remove it. Nothing was stored."
+            )
+        width = _TYPED_WIDTHS.get(column)
+        if width is not None and len(value) > width:
+            raise InvalidItemError(
+                f"item #{index} field {source} is {len(value)} characters, more than its column "
+                f"holds ({width}); it names a kind, like 'user' or 'function_call'. "
+                "Nothing was stored."
+            )
+    return info
+
+
 def call_names_in(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Map call id -> tool name for every tool call in a batch (both item formats)."""
     names: dict[str, str] = {}

@@ -42,6 +42,7 @@ from ._items import (
     ItemInfo,
     call_names_in,
     check_json_object,
+    check_typed_columns,
     describe,
     encode_payload,
     is_tool_output,
@@ -564,7 +565,7 @@ class SessionStore:
         limit = self.max_item_bytes
         payloads = [encode_payload(item, index, limit) for index, item in enumerate(items)]
         names = call_names_in(items)  # validated above: every item is a mapping
-        infos = [describe(item, names) for item in items]
+        infos = [check_typed_columns(describe(item, names), n) for n, item in enumerate(items)]
         return payloads, infos, [self.estimator.count_item(item) for item in items]
 
     async def _write_batch(

@@ -403,6 +403,16 @@ async def test_an_append_replayed_with_its_token_is_stored_once(store: SessionSt
         (lambda s: s.list_sessions(offset=-1), ValueError, "offset must be >= 0"),
         (lambda s: s.merge_session_metadata("s", {"k": {1, 2}}), InvalidItemError, "k is a set"),
         (lambda s: s.merge_session_metadata("s", {3: "x"}), InvalidItemError, "has a int key"),
+        # One behaviour on both backends: what PostgreSQL's columns refuse, SQLite refuses too.
+        (lambda s: s.append("s\x00t", [{"role": "u"}]), ValueError, "NUL character"),
+        (lambda s: s.append("s", [{"role": "us\x00er"}]), InvalidItemError, "field role"),
+        (
+            lambda s: s.append("s", [{"type": "function_call", "name": "x\x00", "call_id": "c"}]),
+            InvalidItemError,
+            "field name contains a NUL",
+        ),
+        (lambda s: s.append("s", [{"role": "u" * 33}]), InvalidItemError, "more than its col"),
+        (lambda s: s.append("s", [{"type": "t" * 65}]), InvalidItemError, "field type is 65"),
     ],
 )
 async def test_bad_arguments_fail_clearly_before_anything_is_written(
