@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from ._append_only import register as register_maintenance
 from ._driver_errors import is_connection_lost, translate
 from ._errors import (
     DatabaseNotFoundError,
@@ -253,10 +254,19 @@ class SQLiteDatabase:
         self._user_engine = user_engine
         # aiosqlite engines (ad-hoc SQL) run their futures on the loop that opened them.
         self._async_engines: PerLoop[AsyncEngine] = PerLoop(
-            lambda: create_async_engine(self.url.set(drivername="sqlite+aiosqlite")),
+            self._ad_hoc_engine,
             AsyncEngine.dispose,
             lambda engine: engine.sync_engine.dispose(close=False),
         )
+
+    def _ad_hoc_engine(self) -> AsyncEngine:
+        engine = create_async_engine(self.url.set(drivername="sqlite+aiosqlite"))
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_connection: Any, record: Any) -> None:
+            register_maintenance(dbapi_connection, record.info)  # a clear append-only refusal
+
+        return engine
 
     def _writer_connection(self) -> Connection:
         """The writer thread's one persistent connection (only ever touched on that thread)."""
@@ -625,7 +635,8 @@ def configure_sqlite(
     """
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
+        register_maintenance(dbapi_connection, record.info)
         # Hand transaction control to the "begin" hook below: the driver's
         # implicit BEGIN cannot take the write lock up front.
         dbapi_connection.isolation_level = None

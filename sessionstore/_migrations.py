@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ._append_only import maintenance
 from ._database import DEFAULT_TIMEOUT_S, Database
 from ._errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
 from ._loops import KeyedLocks
@@ -103,10 +104,11 @@ def _migrate(connection: Connection, direction: str, revision: str) -> None:
 
     config = alembic_config()
     config.attributes["connection"] = connection
-    if direction == "up":
-        command.upgrade(config, revision)
-    else:
-        command.downgrade(config, revision)
+    with maintenance(connection):  # migrations may rewrite message rows
+        if direction == "up":
+            command.upgrade(config, revision)
+        else:
+            command.downgrade(config, revision)
 
 
 async def upgrade(database: Database, revision: str = "head") -> None:

@@ -25,6 +25,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ._append_only import maintenance
 from ._events import Event
 from ._schema import archive_members, archives, events, messages, retention_policies, sessions
 from ._store import SessionStore
@@ -167,11 +168,12 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
         case RetentionAction.PURGE_COMPACTED_PLAINTEXT:
             keys = [tuple(key) for key in conn.execute(_purge_targets(cutoff).limit(batch))]
             if keys:
-                conn.execute(
-                    messages.update()
-                    .where(sa.tuple_(messages.c.session_id, messages.c.seq).in_(keys))
-                    .values(payload=None, payload_sealed=None)
-                )
+                with maintenance(conn):
+                    conn.execute(
+                        messages.update()
+                        .where(sa.tuple_(messages.c.session_id, messages.c.seq).in_(keys))
+                        .values(payload=None, payload_sealed=None)
+                    )
             return len(keys)
         case RetentionAction.DELETE_IDLE_SESSIONS:
             ids = list(
@@ -184,7 +186,8 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
             if ids and not policy.keep_archives:
                 conn.execute(archives.delete().where(archives.c.session_id.in_(ids)))
             if ids:
-                conn.execute(sessions.delete().where(sessions.c.session_id.in_(ids)))
+                with maintenance(conn):
+                    conn.execute(sessions.delete().where(sessions.c.session_id.in_(ids)))
             return len(ids)
         case RetentionAction.DELETE_ARCHIVES:
             return _delete_older(conn, archives, archives.c.created_at, cutoff, batch)

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ._append_only import maintenance
 from ._archive_codec import encode_archive
 from ._archive_sealing import archive_columns
 from ._arguments import (
@@ -278,7 +279,8 @@ def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]
 
 def _tx_delete(conn: Connection, session_id: str) -> bool:
     conn.execute(events.delete().where(events.c.session_id == session_id))
-    result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
+    with maintenance(conn):  # the session's messages go with it
+        result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
     return bool(result.rowcount)
 
 

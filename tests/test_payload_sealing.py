@@ -15,6 +15,7 @@ from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
 from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention, set_policy
 from sessionstore._schema import messages
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
+from tests.support.database import edit_rows
 from tests.support.histories import call, coding_session, output
 
 K1 = LocalKey.generate("k1")
@@ -95,22 +96,24 @@ async def test_moved_or_swapped_ciphertext_fails_loudly(db_url: str) -> None:
         await store.append("a", ITEMS)
         await store.append("b", ITEMS)
         rows = await raw_rows(store, "a")
-        async with store.engine.begin() as conn:  # swap two rows' ciphertext within a session
-            for row, other in ((rows[0], rows[1]), (rows[1], rows[0])):
-                await conn.execute(
-                    messages.update()
-                    .where(messages.c.session_id == "a", messages.c.seq == row.seq)
-                    .values(payload_sealed=other.payload_sealed)
-                )
+        await edit_rows(  # swap two rows' ciphertext within a session
+            store,
+            *(
+                messages.update()
+                .where(messages.c.session_id == "a", messages.c.seq == row.seq)
+                .values(payload_sealed=other.payload_sealed)
+                for row, other in ((rows[0], rows[1]), (rows[1], rows[0]))
+            ),
+        )
         with pytest.raises(SessionStoreError, match="message 1 of session 'a'"):
             await store.load_context("a")
         b_rows = await raw_rows(store, "b")
-        async with store.engine.begin() as conn:  # b's row 4 replaced by a's row 4
-            await conn.execute(
-                messages.update()
-                .where(messages.c.session_id == "b", messages.c.seq == 4)
-                .values(payload_sealed=rows[3].payload_sealed)
-            )
+        await edit_rows(  # b's row 4 replaced by a's row 4
+            store,
+            messages.update()
+            .where(messages.c.session_id == "b", messages.c.seq == 4)
+            .values(payload_sealed=rows[3].payload_sealed),
+        )
         with pytest.raises(SessionStoreError, match="message 4 of session 'b'"):
             await store.load_context("b")
         assert len(b_rows) == 4
@@ -154,10 +157,9 @@ async def test_retention_purge_clears_sealed_payloads(db_url: str) -> None:
         await manager.append("s", coding_session(10))
         outcome = await manager.compact("s")
         assert outcome.plan is not None
-        async with store.engine.begin() as conn:
-            await conn.execute(
-                messages.update().values(created_at=datetime(2020, 1, 1, tzinfo=UTC))
-            )
+        await edit_rows(
+            store, messages.update().values(created_at=datetime(2020, 1, 1, tzinfo=UTC))
+        )
         await set_policy(store, RetentionPolicy("p", RetentionAction.PURGE_COMPACTED_PLAINTEXT, 30))
         report = await run_retention(store)
         assert report.counts == {"p": len(outcome.plan.replaced_rows)}
