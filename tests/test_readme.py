@@ -31,6 +31,7 @@ import pytest
 from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from agents.memory import SQLiteSession
 
+from sessionstore.compaction import CompactionPolicy
 from tests.support.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,6 +150,25 @@ def _prepare_the_readers_databases(workdir: Path, pg_url: str) -> None:
     asyncio.run(write())
 
 
+def assert_the_demo_kept_every_input_in_budget(stdout: str) -> None:
+    """The demo's default numbers, end to end through the command: 3 x 128k tokens through
+    one session, every model input (tool loops included) under the policy's budget."""
+    budget = CompactionPolicy().budget(128_000)  # the demo runs the default policy
+    figures = re.search(
+        r"([\d,]+) tokens of traffic .*; largest model input ([\d,]+) tokens "
+        r"\(window 128,000\): never overflowed",
+        stdout,
+    )
+    assert figures is not None, stdout[-2000:]
+    traffic, largest = (int(figure.replace(",", "")) for figure in figures.groups())
+    assert traffic >= 3 * 128_000 and largest <= budget
+    rounds = [int(n) for n in re.findall(r"^│ (\d+) │ threshold", stdout, re.M)]
+    assert len(rounds) >= 3 and rounds == list(range(1, len(rounds) + 1))
+    active = re.search(r"Active context now: [\d,]+ items, ([\d,]+) tokens", stdout)
+    assert active is not None and int(active[1].replace(",", "")) <= budget
+    assert f"<COMPACT-SUMMARY v{len(rounds)}>" in stdout
+
+
 def test_the_readme_blocks_are_found() -> None:
     blocks = readme_blocks()
     languages = {block.language for block in blocks}
@@ -173,6 +193,8 @@ def test_every_readme_block_runs_as_pasted_in_order(tmp_path: Path, fresh_pg_url
                 f"--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}"
             )
             assert "Traceback" not in result.stderr, (block.line, result.stderr)
+            if "sessionstore demo" in block.body:
+                assert_the_demo_kept_every_input_in_budget(result.stdout)
             ran.append(block.line)
     assert len(ran) == len(readme_blocks()) - len(SKIPPED)
     # The quick start, the examples' default and the CLI met in one database file.
