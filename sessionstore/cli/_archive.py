@@ -20,6 +20,7 @@ from ..archive import ArchiveInfo, list_archives, read_archives
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
+    RedactOption,
     UrlOption,
     command_group,
     console,
@@ -94,9 +95,7 @@ def show(
     limit: Annotated[
         int | None, typer.Option(min=1, help="At most N archived rows per archive.")
     ] = None,
-    redact: Annotated[
-        bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
-    ] = True,
+    redact: RedactOption = True,
     as_json: Annotated[
         bool, typer.Option("--json", help="JSON lines, one archived row each.")
     ] = False,

@@ -79,6 +79,9 @@ UrlOption = Annotated[
 ]
 
 
+RedactOption = Annotated[
+    bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(

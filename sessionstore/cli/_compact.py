@@ -25,6 +25,7 @@ from ..compaction._report import diff_lines
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
+    RedactOption,
     UrlOption,
     console,
     emit_json,
@@ -64,9 +65,7 @@ def compact(
     ] = None,
     summarizer_model: Annotated[str | None, typer.Option(help="Model for --base-url.")] = None,
     note: Annotated[str, typer.Option(help="Recorded with the compaction.")] = "cli",
-    redact: Annotated[
-        bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
-    ] = True,
+    redact: RedactOption = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Compact SESSION now (manual trigger); --dry-run/--diff show kept, summarized, dropped.

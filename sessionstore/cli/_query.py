@@ -26,7 +26,15 @@ from sqlalchemy.exc import DBAPIError
 from .._errors import QueryRejectedError, StoreTimeoutError
 from .._migrations import QUERY_ROLE_NAME
 from .._redaction import Redactor, redaction_disabled_event
-from ._common import ConfigOption, UrlOption, console, err_console, open_store, record_audit
+from ._common import (
+    ConfigOption,
+    RedactOption,
+    UrlOption,
+    console,
+    err_console,
+    open_store,
+    record_audit,
+)
 from ._query_output import render_table, render_text
 from ._text import shown
 
@@ -115,7 +123,7 @@ def query(
     headers: Annotated[
         bool, typer.Option("--headers/--no-headers", help="Print the column names.")
     ] = True,
-    redact: Annotated[bool, typer.Option(help="Redact secrets in the output.")] = True,
+    redact: RedactOption = True,
     limit: Annotated[
         int,
         typer.Option(

@@ -21,6 +21,7 @@ from .._store import SessionStore
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
+    RedactOption,
     UrlOption,
     command_group,
     console,
@@ -36,9 +37,6 @@ sessions_app = command_group(help="List, show, export and delete sessions.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
-]
-RedactOption = Annotated[
-    bool, typer.Option("--redact/--no-redact", help="Redact secrets (on by default).")
 ]
 PREVIEW_CHARS = 80
 
