@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import inspect
+import itertools
 import json
 import math
 import re
@@ -118,6 +119,62 @@ def test_o200k_parity_property(text: str) -> None:
     assert encoding.encode_ordinary(text) == expected
     # Counting again hits the short-string cache; it must give the same answer.
     assert _SHARED.count_text(text) == _SHARED.count_text(text) == len(expected)
+
+
+# Words, runs of spaces, tabs and newlines, digits, punctuation, contractions and letters
+# of other scripts: what the tokenizer's pre-split treats differently.
+_PIECEWISE_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "word",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "123",
+            "4567",
+            ".",
+            "...",
+            "'s",
+            "don't",
+            "ÄÖü",
+            "日本語",
+            "x" * 40,
+            "—",
+            "/path/to",
+            "CamelCase",
+            "   \n  ",
+        ]
+    ),
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PIECEWISE_TEXT, st.integers(min_value=8, max_value=64))
+def test_long_text_counted_in_pieces_counts_exactly(text: str, size: int) -> None:
+    """Cuts go where the pre-split never joins, so the pieces add up to the whole, except at
+    a hard cut (a run of more than half a piece with no such point)."""
+    parts = list(tokens.pieces(text, size))
+    assert "".join(parts) == text and all(len(part) <= size for part in parts)
+    for name in ENCODINGS:
+        encoding = load_encoding(name).encoding
+        whole = len(encoding.encode_ordinary(text))
+        hard_cut = any(
+            not (after.startswith(" ") and not before[-1].isspace())
+            for before, after in itertools.pairwise(parts)
+        )
+        if not hard_cut:
+            assert sum(len(encoding.encode_ordinary(part)) for part in parts) == whole
+
+
+def test_a_huge_run_without_spaces_is_counted_in_bounded_pieces(o200k: TiktokenEstimator) -> None:
+    run = "x" * (5 * tokens.PIECE_CHARS + 17)
+    parts = list(tokens.pieces(run))
+    assert len(parts) == 6 and max(map(len, parts)) == tokens.PIECE_CHARS
+    exact = len(o200k.encoding.encode_ordinary(run))
+    assert abs(o200k.count_text(run) - exact) <= len(parts)  # at most a token per hard cut
 
 
 def test_the_short_string_count_cache_stays_bounded(o200k: TiktokenEstimator) -> None:
