@@ -57,8 +57,6 @@ def _select(
     heap_before = 0
     if sqlite:
         assert isinstance(raw, sqlite3.Connection)
-        if role is not None:
-            raise QueryRejectedError("refused: --role is PostgreSQL's; SQLite has no roles")
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         heap_before = raw.execute("PRAGMA hard_heap_limit").fetchone()[0]
         raw.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}")
@@ -107,6 +105,8 @@ async def _run(
     if not redact:
         await record_audit(url, config, [redaction_disabled_event()])
     async with open_store(url, config, read_only=True) as store:
+        if role is not None and store.engine.dialect.name != "postgresql":
+            raise typer.BadParameter("roles are PostgreSQL's; SQLite has none", param_hint="--role")
         redactor = store.redactor if redact else Redactor(enabled=False)
         columns, rows = await store.read_snapshot(_select, sql, limit, timeout_s, role)
         return columns, rows, redactor

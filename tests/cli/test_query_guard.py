@@ -148,3 +148,10 @@ def test_query_runs_as_the_role_and_its_timeout_fires(query_role: tuple[str, str
     assert_refused(stopped, 1, "timed out:", "longer than 0.5 s")
     bad = run("query", "SELECT 1", "--url", url, "--role", "Robert'); DROP")
     assert_refused(bad, 2, "role name")
+
+
+def test_a_role_on_sqlite_is_a_one_line_usage_error(sqlite_seeded: str) -> None:
+    result = run("query", "SELECT 1", "--url", sqlite_seeded, "--role", "reader")
+    assert_refused(result, 2, "--role", "roles are PostgreSQL's")
+    migrate = run("migrate", "--url", sqlite_seeded, "--query-role", "reader")
+    assert_refused(migrate, 2, "--query-role", "roles are PostgreSQL's")
