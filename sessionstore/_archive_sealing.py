@@ -102,6 +102,8 @@ class OpenedArchive:
     to_seq: int
     kek_id: str | None
     records: list[dict[str, Any]]
+    # Its session was deleted (retention kept the archive); the id may be in use again.
+    of_deleted_session: bool = False
 
 
 def sealed_of(row: Mapping[str, Any]) -> Sealed:
@@ -148,4 +150,5 @@ def open_archive(row: Mapping[str, Any], keyring: Keyring | None) -> OpenedArchi
         to_seq=row["to_seq"],
         kek_id=row["kek_id"],
         records=records,
+        of_deleted_session=row.get("session_deleted_at") is not None,
     )

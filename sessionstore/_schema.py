@@ -185,6 +185,9 @@ archives: Final = sa.Table(
     sa.Column("body", sa.LargeBinary, nullable=False),
     sa.Column("content_sha256", sa.String(64), nullable=False),
     _created_at(),
+    # Stamped by a trigger when the session row is deleted (0008): a reused id never
+    # inherits the archives of the session that had it before.
+    sa.Column("session_deleted_at", sa.DateTime(timezone=True), nullable=True),
     sa.Index(None, "session_id", "from_seq"),
     sa.Index(None, "kek_id"),
     sa.Index(None, "created_at"),

@@ -99,6 +99,10 @@ def show(
     as_json: Annotated[
         bool, typer.Option("--json", help="JSON lines, one archived row each.")
     ] = False,
+    earlier: Annotated[
+        bool,
+        typer.Option("--earlier", help="The archives of a deleted session that had this id."),
+    ] = False,
 ) -> None:
     """Print archived rows (secrets redacted unless --no-redact; --config adds its patterns)."""
 
@@ -108,7 +112,18 @@ def show(
                 store, session_id, compaction_id=compaction, archive_id=archive
             )
             redactor = store.redactor if redact else Redactor(enabled=False)
-            known = opened or await store.session_info(session_id) is not None
+            alive = await store.session_info(session_id) is not None
+            known = opened or alive
+            if alive and archive is None:  # the id is in use: keep its sessions apart
+                older = [item for item in opened if item.of_deleted_session != earlier]
+                opened = [item for item in opened if item.of_deleted_session == earlier]
+                if older and not earlier:
+                    err_console.print(
+                        shown(
+                            f"note: {len(older)} archive(s) of a deleted session that had the id "
+                            f"{session_id!r} are not shown (--earlier shows them)"
+                        )
+                    )
         if not known:
             err_console.print(
                 shown(
@@ -144,7 +159,8 @@ def show(
                 shown(
                     f"== archive {item.archive_id} ({item.reason}, compaction "
                     f"{item.compaction_id}, seq {item.from_seq}-{item.to_seq}, "
-                    f"key {item.kek_id or 'none: unencrypted'})",
+                    f"key {item.kek_id or 'none: unencrypted'})"
+                    + (", of a deleted session" if item.of_deleted_session else ""),
                     "bold",
                 )
             )

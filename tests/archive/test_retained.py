@@ -67,6 +67,9 @@ async def _outlives_its_session(
         assert row["compaction_id"] is None and row["bound_compaction"] is not None
         (opened,) = await read_archives(store, "gone")
         assert [record["item"] for record in opened.records] == items
+        assert opened.of_deleted_session  # stamped by the database when the session went
+        (alive,) = await read_archives(store, "stays")
+        assert not alive.of_deleted_session
     # Rotation and retirement walk over the orphan like any other archive.
     async with SessionStore(url, keyring=Keyring([K1, K2], active="k2")) as store:
         report = await rotate_keys(store)

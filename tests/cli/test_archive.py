@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from sessionstore import SessionStore
 from tests.support.cli import NO_KEYS, assert_refused, db_state, run
 
 
@@ -59,3 +61,35 @@ def test_the_config_files_redaction_patterns_apply(
     redacted = run("archive", "show", "work", "--config", str(config), "--json", env=NO_KEYS)
     assert redacted.exit_code == 0, redacted.output
     assert "module_0" not in redacted.output and "<REDACTED>" in redacted.output
+
+
+def test_a_reused_session_id_never_shows_the_deleted_sessions_archives_as_its_own(
+    seeded: str,
+) -> None:
+    before = [
+        json.loads(line)
+        for line in run(
+            "archive", "show", "work", "--url", seeded, "--json", env=NO_KEYS
+        ).stdout.splitlines()
+    ]
+    assert before
+    deleted = run("sessions", "delete", "work", "--yes", "--url", seeded)
+    assert deleted.exit_code == 0, deleted.output
+    # The session is gone: its kept archives are shown, marked as a deleted session's.
+    gone = run("archive", "show", "work", "--url", seeded, env=NO_KEYS)
+    assert gone.exit_code == 0 and "of a deleted session" in gone.stdout
+    # The id is used again, and never compacted: the old archives are not its own.
+    asyncio.run(_append(seeded, "work"))
+    reused = run("archive", "show", "work", "--url", seeded, env=NO_KEYS)
+    assert reused.exit_code == 0, reused.output
+    assert "no archives for session 'work'" in reused.stdout
+    assert f"note: {len({r['archive_id'] for r in before})} archive(s) of a deleted session" in (
+        reused.stderr
+    )
+    older = run("archive", "show", "work", "--url", seeded, "--earlier", "--json", env=NO_KEYS)
+    assert [json.loads(line) for line in older.stdout.splitlines()] == before
+
+
+async def _append(url: str, session_id: str) -> None:
+    async with SessionStore(url) as store:
+        await store.append(session_id, [{"role": "user", "content": "a new session"}])
