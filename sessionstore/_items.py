@@ -45,11 +45,7 @@ def encode_payload(item: object, index: int, max_bytes: int | None = None) -> st
     or right after (its exact UTF-8 JSON size).
     """
     if not isinstance(item, Mapping):
-        raise InvalidItemError(
-            f"item #{index} is a {type(item).__name__}, not a mapping; session items are "
-            "JSON objects (dicts) such as {'role': 'user', 'content': 'hi'}. Convert SDK "
-            "objects with .model_dump(mode='json') or item.to_input_item() first."
-        )
+        raise _not_an_item(item, index)
     label = f"item #{index}"
     chars = check_json_object(item, label)
     if max_bytes is not None and chars > max_bytes:
@@ -93,12 +89,22 @@ def rough_chars(items: Sequence[object]) -> int:
 
 
 def check_item_size(item: object, index: int, max_bytes: int) -> None:
-    """Refuse an item whose text alone exceeds `max_bytes`, before any other work on it."""
-    if isinstance(item, Mapping):
-        label = f"item #{index}"
-        chars = check_json_object(item, label)
-        if chars > max_bytes:
-            raise _too_large(label, chars, max_bytes)
+    """Refuse a non-item, or an item whose text alone exceeds `max_bytes`, before any other
+    work on it."""
+    if not isinstance(item, Mapping):
+        raise _not_an_item(item, index)
+    label = f"item #{index}"
+    chars = check_json_object(item, label)
+    if chars > max_bytes:
+        raise _too_large(label, chars, max_bytes)
+
+
+def _not_an_item(item: object, index: int) -> InvalidItemError:
+    return InvalidItemError(
+        f"item #{index} is a {type(item).__name__}, not a mapping; session items are "
+        "JSON objects (dicts) such as {'role': 'user', 'content': 'hi'}. Convert SDK "
+        "objects with .model_dump(mode='json') or item.to_input_item() first."
+    )
 
 
 def _too_large(label: str, size: int, max_bytes: int) -> InvalidItemError:

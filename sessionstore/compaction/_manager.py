@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final, Literal
 
+from .._arguments import check_session_id, item_list
 from .._errors import (
     CompactionError,
     CompactionErrorReason,
@@ -205,8 +206,11 @@ class CompactionManager:
     ) -> list[int]:
         """Append with write-time truncation (originals archived in the same transaction).
 
-        `token` is the batch's idempotency token (see `SessionStore.append`).
+        `token` is the batch's idempotency token (see `SessionStore.append`). Items are read
+        once (a generator works) and checked like the store checks them, before any work.
         """
+        check_session_id(session_id)
+        items = item_list(items)
         if rough_chars(items) > self.policy.truncation.max_bytes:  # big: off the event loop
             stored, originals = await asyncio.to_thread(self._checked_truncation, items)
         else:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sessionstore import SessionStore
 from sessionstore._archive_codec import decode_archive
-from sessionstore._errors import CompactionError, CompactionErrorReason
+from sessionstore._errors import CompactionError, CompactionErrorReason, InvalidItemError
 from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore._schema import archives
 from sessionstore.compaction._extractive import ExtractiveSummarizer
@@ -388,3 +388,32 @@ async def test_the_stored_summary_holds_no_secret_of_the_summarized_items(
     # The live session's originals are untouched: the archive still holds them.
     async with store.engine.connect() as conn:
         assert (await conn.execute(sa.select(sa.func.count()).select_from(archives))).scalar()
+
+
+@pytest.mark.parametrize(
+    ("items", "error", "fragment"),
+    [
+        ("hello", TypeError, "wrap a single item in a list"),
+        ({"role": "user", "content": "x"}, TypeError, "wrap a single item in a list"),
+        (["hello"], InvalidItemError, "item #0 is a str, not a mapping"),
+        ([{"role": "user", "content": object()}], InvalidItemError, "field content is a object"),
+        ([{"role": "u" * 33}], InvalidItemError, "more than its column holds"),
+    ],
+)
+async def test_the_manager_refuses_what_the_store_refuses_before_any_work(
+    store: SessionStore, items: Any, error: type[Exception], fragment: str
+) -> None:
+    manager = CompactionManager(CompactionConfig(store=store))
+    await manager.append("s", [user("before")])
+    with pytest.raises(error, match=fragment):
+        await manager.append("s", items)
+    with pytest.raises(ValueError, match="NUL character"):
+        await manager.append("s\x00", [user("x")])
+    assert await store.load_context("s") == [user("before")]
+
+
+async def test_the_manager_reads_a_generator_of_items_once(store: SessionStore) -> None:
+    """It used to be consumed by the truncation check, and nothing was stored."""
+    manager = CompactionManager(CompactionConfig(store=store))
+    assert await manager.append("s", (user(f"m{n}") for n in range(3))) == [1, 2, 3]
+    assert await store.load_context("s") == [user("m0"), user("m1"), user("m2")]
