@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final, Literal
 
@@ -202,7 +202,7 @@ class CompactionManager:
         return stored, originals
 
     async def append(
-        self, session_id: str, items: Sequence[Mapping[str, Any]], *, token: str | None = None
+        self, session_id: str, items: Iterable[Mapping[str, Any]], *, token: str | None = None
     ) -> list[int]:
         """Append with write-time truncation (originals archived in the same transaction).
 
@@ -210,11 +210,11 @@ class CompactionManager:
         once (a generator works) and checked like the store checks them, before any work.
         """
         check_session_id(session_id)
-        items = item_list(items)
-        if rough_chars(items) > self.policy.truncation.max_bytes:  # big: off the event loop
-            stored, originals = await asyncio.to_thread(self._checked_truncation, items)
+        batch = item_list(items)
+        if rough_chars(batch) > self.policy.truncation.max_bytes:  # big: off the event loop
+            stored, originals = await asyncio.to_thread(self._checked_truncation, batch)
         else:
-            stored, originals = self._checked_truncation(items)
+            stored, originals = self._checked_truncation(batch)
         seqs = await self.store.append(session_id, stored, originals=originals, token=token)
         if originals:  # a caller still holds the full outputs: its copy is stale
             self._rewritten(session_id)
