@@ -32,6 +32,7 @@ from ._driver_errors import is_connection_lost, translate
 from ._errors import (
     DatabaseNotFoundError,
     ReadOnlyStoreError,
+    StoreError,
     StoreTimeoutError,
     StoreUnavailableError,
     UnsupportedURLError,
@@ -40,14 +41,19 @@ from ._group_commit import GroupCommit
 from ._hot_path import (
     PG_ACTIVE_SQL,
     PG_APPEND_SQL,
+    PG_SESSION_STATE_SQL,
+    STATE_NAMES,
     pg_append_args,
     sqlite_active_rows,
     sqlite_append,
 )
 from ._loops import PerLoop
+from ._payload_sealing import SessionKeys
 from ._rows import Batch
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
+_APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
+_KNOWN_SESSIONS: Final = 10_000  # session states remembered per store (then forgotten)
 URL_ENV: Final = "SESSIONSTORE_URL"
 # Execution option naming how a SQLite transaction begins: "IMMEDIATE" takes the
 # write lock up front (no read->write upgrade deadlocks), "DEFERRED" is a plain
@@ -182,8 +188,9 @@ class Database(Protocol):
         """An AsyncEngine on the same database, for ad-hoc SQL."""
         ...
 
-    async def append_batch(self, batch: Batch) -> list[int]:
-        """The append hot path: number and insert a plain batch in one transaction; its seqs."""
+    async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
+        """The append hot path: number, seal (if the session is encrypted), chain and insert
+        a batch in one transaction; its seqs."""
         ...
 
     async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
@@ -306,9 +313,9 @@ class SQLiteDatabase:
                 error, where=self._where, writing=writing, may_have_committed=False
             ) from None
 
-    async def append_batch(self, batch: Batch) -> list[int]:
+    async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
         check_writable(self.read_only, self._where)
-        return await outcome_of(self._appends.submit(batch))
+        return await outcome_of(self._appends.submit(batch, keys))
 
     async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()
@@ -460,6 +467,9 @@ class PostgresDatabase:
             def make_engine() -> AsyncEngine:
                 return create_async_engine(url, **kwargs)
 
+        # Session state (last_seq, chain head, keys) as this store's appends left it: an
+        # append against it is one round trip while nobody else wrote the session.
+        self._sessions: dict[str, dict[str, Any]] = {}
         self._loops: PerLoop[_PostgresLoopState] = PerLoop(
             lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings),
             _PostgresLoopState.close,
@@ -545,10 +555,32 @@ class PostgresDatabase:
         except StoreUnavailableError:  # a pooled connection that died while idle: read again
             return await run()
 
-    async def append_batch(self, batch: Batch) -> list[int]:
+    async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
+        """Append against the session state this store last saw (one round trip when it
+        is still current); when another writer moved the session, read it and retry."""
         check_writable(self.read_only, self._where)
-        rows = await self.fetch_statement(PG_APPEND_SQL, *pg_append_args(batch), writing=True)
-        return sorted(row[0] for row in rows)
+        sid = batch.session_id
+        for _attempt in range(_APPEND_ATTEMPTS):
+            state = self._sessions.pop(sid, None) or await self._session_state(sid)
+            args, chained = pg_append_args(batch, state, keys)
+            rows = await self.fetch_statement(PG_APPEND_SQL, *args, writing=True)
+            if rows:
+                seqs = sorted(row[0] for row in rows)
+                if len(self._sessions) >= _KNOWN_SESSIONS:
+                    self._sessions.clear()
+                known = {name: chained[name] for name in STATE_NAMES if name in chained}
+                self._sessions[sid] = {**state, **known, "last_seq": seqs[-1]}
+                return seqs
+        raise StoreError(
+            f"session {sid!r} kept moving under {_APPEND_ATTEMPTS} attempts to append to it "
+            "(other writers appended each time); nothing was written, try again"
+        )
+
+    async def _session_state(self, session_id: str) -> dict[str, Any]:
+        rows = await self.fetch_statement(PG_SESSION_STATE_SQL, session_id)
+        if not rows:
+            return dict.fromkeys(STATE_NAMES) | {"last_seq": 0}
+        return dict(rows[0])
 
     async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
         return await self.fetch_statement(PG_ACTIVE_SQL, session_id)

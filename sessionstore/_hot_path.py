@@ -8,16 +8,35 @@ double an append. The `Database` of each backend runs them; the store only says 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ._payload_sealing import SessionKeys
 from ._rows import ITEM_COLUMNS, Batch
 from ._schema import messages, sessions
+from ._session_sql import seal_row
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
+# What an append needs to know of its session besides last_seq: how to seal and chain rows.
+SESSION_STATE: Final = (
+    sessions.c.last_seq,
+    sessions.c.chain_head,
+    sessions.c.chain_kek_id,
+    sessions.c.chain_wrapped_key,
+    sessions.c.payload_kek_id,
+    sessions.c.payload_wrapped_key,
+    sessions.c.sealed_from_seq,
+)
+STATE_NAMES: Final = tuple(column.name for column in SESSION_STATE)
+# What an append writes, in table order.
+HOT_COLUMNS: Final = tuple(
+    column.name
+    for column in messages.c
+    if column.name in {*ITEM_COLUMNS, "payload_sealed", "payload_digest", "digest"}
+)
 
 
 def _append_upsert(insert: Any) -> Any:
@@ -40,7 +59,7 @@ def _append_upsert(insert: Any) -> Any:
             "context_tokens": sessions.c.context_tokens + upsert.excluded.context_tokens,
             "updated_at": sa.func.current_timestamp(),
         },
-    ).returning(sessions.c.last_seq)
+    ).returning(*SESSION_STATE)
 
 
 APPEND_UPSERT: Final = {
@@ -60,41 +79,65 @@ _SQLITE_UPSERT_SQL: Final = _sqlite_sql(
     APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
 _SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
-    messages.insert(), ITEM_COLUMNS, column_keys=list(ITEM_COLUMNS)
+    messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
 )
+_SQLITE_ADVANCE_CHAIN_SQL: Final = """
+    UPDATE sessions SET chain_head = ?, chain_start_seq = coalesce(chain_start_seq, ?),
+        chain_kek_id = coalesce(chain_kek_id, ?), chain_wrapped_key = coalesce(chain_wrapped_key, ?)
+    WHERE session_id = ?
+"""
 
-# PostgreSQL appends in ONE statement (one round trip, atomic on its own): the
-# CTE advances the session row (taking its row lock) and the outer INSERT
-# numbers the batch from the new last_seq.
-# Placeholders, in order: session id, item count, token sum, encoding, then one
-# array per column (roles, item types, tool names, call ids, tokens, protected, payloads),
-# then the batch's idempotency token (stored on its first row).
+# PostgreSQL appends in ONE statement (one round trip, atomic on its own), optimistically:
+# the rows were sealed and chained in Python against the session state the caller last
+# saw (last_seq and chain head); the CTE advances the session row only if that state still
+# holds (taking its row lock), and the outer INSERT writes the batch from it. A session
+# that moved meanwhile returns no rows: read its state again and retry.
+# Placeholders, in order: session id, item count, token sum, encoding, then one array per
+# column (roles, item types, tool names, call ids, tokens, protected, payloads), the batch's
+# idempotency token (stored on its first row), the expected last_seq and chain head, the
+# new chain head, start and wrapped key, then sealed payloads, payload digests and digests.
 PG_APPEND_SQL: Final = """
-    WITH advanced AS (
-        INSERT INTO sessions (session_id, last_seq, context_items, context_tokens, token_encoding)
-        VALUES ($1, $2::bigint, $2::int, $3, $4)
-        ON CONFLICT (session_id) DO UPDATE SET
-            last_seq = sessions.last_seq + EXCLUDED.last_seq,
-            context_items = sessions.context_items + EXCLUDED.context_items,
-            context_tokens = sessions.context_tokens + EXCLUDED.context_tokens,
-            updated_at = CURRENT_TIMESTAMP
+    WITH updated AS (
+        UPDATE sessions SET
+            last_seq = last_seq + $2::bigint,
+            context_items = context_items + $2::int,
+            context_tokens = context_tokens + $3,
+            updated_at = CURRENT_TIMESTAMP,
+            chain_head = $15,
+            chain_start_seq = coalesce(chain_start_seq, $16),
+            chain_kek_id = coalesce(chain_kek_id, $17),
+            chain_wrapped_key = coalesce(chain_wrapped_key, $18)
+        WHERE session_id = $1 AND last_seq = $13::bigint
+          AND chain_head IS NOT DISTINCT FROM $14::bytea
         RETURNING last_seq
+    ), created AS (
+        INSERT INTO sessions (session_id, last_seq, context_items, context_tokens, token_encoding,
+                              chain_head, chain_start_seq, chain_kek_id, chain_wrapped_key)
+        SELECT $1, $2::bigint, $2::int, $3, $4, $15, $16, $17, $18
+        WHERE $13::bigint = 0 AND NOT EXISTS (SELECT 1 FROM updated)
+        ON CONFLICT (session_id) DO NOTHING
+        RETURNING last_seq
+    ), advanced AS (
+        SELECT last_seq FROM updated UNION ALL SELECT last_seq FROM created
     )
     INSERT INTO messages
         (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
-         append_token)
+         append_token, payload_sealed, payload_digest, digest)
     SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
            batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
-           CASE WHEN batch.ord = 1 THEN $12::text END
+           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
                 CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
                 CAST($9 AS INTEGER[]), CAST($10 AS BOOLEAN[]),
-                CAST($11 AS TEXT[]))
+                CAST($11 AS TEXT[]), CAST($19 AS BYTEA[]),
+                CAST($20 AS BYTEA[]), CAST($21 AS BYTEA[]))
          WITH ORDINALITY
-         AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, ord)
+         AS batch(role, item_type, tool_name, call_id, tokens, protected, payload, sealed, body,
+                  digest, ord)
     RETURNING seq
 """
+PG_SESSION_STATE_SQL: Final = f"SELECT {', '.join(STATE_NAMES)} FROM sessions WHERE session_id = $1"
 # The active context in one driver-level statement, rows shaped (seq, kind, ref_seq, payload,
 # payload_sealed): payloads come back as JSON text and are parsed in one call, with no per-row
 # work in between.
@@ -109,10 +152,27 @@ PG_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="::text", sid="$1")
 _SQLITE_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="", sid=":sid")
 
 
-def pg_append_args(batch: Batch) -> tuple[Any, ...]:
-    """The positional arguments of PG_APPEND_SQL: the counters, then one array per column."""
+def prepared_rows(
+    batch: Batch, first: int, session: Mapping[str, Any], keys: SessionKeys
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The batch's rows numbered from `first`, sealed if the session is encrypted and chained
+    onto its history, and the session columns to store with them."""
+    rows = [dict(zip(ITEM_COLUMNS, values, strict=True)) for values in batch.rows(first)]
+    cipher = None if session["payload_wrapped_key"] is None else keys.cipher(session)
+    for row in rows:
+        seal_row(row, cipher)
+    return rows, keys.chains.start(session, first).after(rows)
+
+
+def pg_append_args(
+    batch: Batch, state: Mapping[str, Any], keys: SessionKeys
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The positional arguments of PG_APPEND_SQL against the session's known `state` (its
+    row, or an empty one for a new session), and the session columns the append leaves."""
+    session = {"session_id": batch.session_id, **state}
+    rows, chained = prepared_rows(batch, int(state["last_seq"]) + 1, session, keys)
     infos = batch.infos
-    return (
+    args = (
         batch.session_id,
         len(batch.payloads),
         sum(batch.counts),
@@ -123,21 +183,46 @@ def pg_append_args(batch: Batch) -> tuple[Any, ...]:
         [info.call_id for info in infos],
         batch.counts,
         [batch.protected or info.protected for info in infos],
-        batch.payloads,
+        [row["payload"] for row in rows],
         batch.token,
+        state["last_seq"],
+        state["chain_head"],
+        chained["chain_head"],
+        chained.get("chain_start_seq"),
+        chained.get("chain_kek_id"),
+        chained.get("chain_wrapped_key"),
+        [row["payload_sealed"] for row in rows],
+        [row["payload_digest"] for row in rows],
+        [row["digest"] for row in rows],
     )
+    return args, chained
 
 
-def sqlite_append(conn: sqlite3.Connection, batch: Batch) -> list[int]:
+def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> list[int]:
     """SQLite append: SQL compiled once from the Core statements, run on the driver
     connection (SQLAlchemy's per-statement work would double an append)."""
     cursor = conn.cursor()
     try:
         size = len(batch.payloads)
         params = (batch.session_id, size, sum(batch.counts), size, batch.encoding)
-        (last,) = cursor.execute(_SQLITE_UPSERT_SQL, params).fetchone()
+        state = cursor.execute(_SQLITE_UPSERT_SQL, params).fetchone()
+        session = {"session_id": batch.session_id, **dict(zip(STATE_NAMES, state, strict=True))}
+        last = session["last_seq"]
         first = last - size + 1
-        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, batch.rows(first))
+        rows, chained = prepared_rows(batch, first, session, keys)
+        cursor.executemany(
+            _SQLITE_INSERT_ITEM_SQL, [tuple(row[name] for name in HOT_COLUMNS) for row in rows]
+        )
+        cursor.execute(
+            _SQLITE_ADVANCE_CHAIN_SQL,
+            (
+                chained["chain_head"],
+                chained.get("chain_start_seq"),
+                chained.get("chain_kek_id"),
+                chained.get("chain_wrapped_key"),
+                batch.session_id,
+            ),
+        )
     finally:
         cursor.close()
     return list(range(first, last + 1))

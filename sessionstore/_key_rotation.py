@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._archive_sealing import label_of, row_context, sealed_of
+from ._chain import ChainKeys, chain_key_context
 from ._crypto import ENVELOPE_V1, Keyring, rewrap
 from ._errors import KeyInUseError, SessionStoreError
 from ._payload_sealing import session_key_context, unwrap_session_key
@@ -32,38 +33,71 @@ class RotationReport:
 
 
 def _usage(conn: Connection) -> dict[str, int]:
-    """Rows each KEK protects: sealed archives plus sessions' payload data keys."""
+    """Rows each KEK protects: sealed archives plus sessions' payload and chain keys."""
     usage: dict[str, int] = {}
-    for query in (
+    queries = [
         sa.select(archives.c.kek_id, sa.func.count())
         .where(archives.c.format_version == ENVELOPE_V1)
-        .group_by(archives.c.kek_id),
-        sa.select(sessions.c.payload_kek_id, sa.func.count())
-        .where(sessions.c.payload_kek_id.is_not(None))
-        .group_by(sessions.c.payload_kek_id),
-    ):
+        .group_by(archives.c.kek_id)
+    ]
+    for kek_column in (sessions.c.payload_kek_id, sessions.c.chain_kek_id):
+        queries.append(
+            sa.select(kek_column, sa.func.count())
+            .where(kek_column.is_not(None))
+            .group_by(kek_column)
+        )
+    for query in queries:
         for kek_id, count in conn.execute(query):
             usage[str(kek_id)] = usage.get(str(kek_id), 0) + int(count)
     return usage
 
 
 def _tx_rewrap_session_keys(conn: Connection, keyring: Keyring, batch: int) -> int:
-    """Rewrap up to `batch` sessions' payload data keys under the active KEK."""
+    """Rewrap up to `batch` sessions' payload data keys under the active KEK (binding
+    keys made before 0009 to their sealed-from boundary as they go)."""
     active = keyring.active
     rows = conn.execute(
-        sa.select(sessions.c.session_id, sessions.c.payload_kek_id, sessions.c.payload_wrapped_key)
+        sa.select(
+            sessions.c.session_id,
+            sessions.c.payload_kek_id,
+            sessions.c.payload_wrapped_key,
+            sessions.c.sealed_from_seq,
+        )
         .where(sessions.c.payload_kek_id.is_not(None), sessions.c.payload_kek_id != active.key_id)
         .order_by(sessions.c.session_id)
         .limit(batch)
     ).all()
-    for session_id, kek_id, wrapped in rows:
-        context = session_key_context(session_id)
-        data_key = unwrap_session_key(keyring, session_id, kek_id, wrapped)
+    for session_id, kek_id, wrapped, sealed_from in rows:
+        data_key = unwrap_session_key(keyring, session_id, kek_id, wrapped, sealed_from)
+        context = session_key_context(session_id, sealed_from)
         conn.execute(
             sessions.update()
             .where(sessions.c.session_id == session_id)
             .values(
                 payload_kek_id=active.key_id, payload_wrapped_key=active.wrap(data_key, context)
+            )
+        )
+    return len(rows)
+
+
+def _tx_rewrap_chain_keys(conn: Connection, keyring: Keyring, batch: int) -> int:
+    """Rewrap up to `batch` sessions' history-chain keys under the active KEK."""
+    active = keyring.active
+    chains = ChainKeys(keyring)
+    rows = conn.execute(
+        sa.select(sessions.c.session_id, sessions.c.chain_kek_id, sessions.c.chain_wrapped_key)
+        .where(sessions.c.chain_kek_id.is_not(None), sessions.c.chain_kek_id != active.key_id)
+        .order_by(sessions.c.session_id)
+        .limit(batch)
+    ).all()
+    for session_id, kek_id, wrapped in rows:
+        chain_key = chains.key_of(session_id, kek_id, wrapped)
+        conn.execute(
+            sessions.update()
+            .where(sessions.c.session_id == session_id)
+            .values(
+                chain_kek_id=active.key_id,
+                chain_wrapped_key=active.wrap(chain_key, chain_key_context(session_id)),
             )
         )
     return len(rows)
@@ -115,10 +149,9 @@ async def rotate_keys(
     done = batches = 0
     while max_batches is None or batches < max_batches:
         count = await store.write_transaction(_tx_rewrap_batch, ring, batch_size)
-        if count < batch_size:  # archives done: session payload keys share the budget
-            count += await store.write_transaction(
-                _tx_rewrap_session_keys, ring, batch_size - count
-            )
+        for session_keys in (_tx_rewrap_session_keys, _tx_rewrap_chain_keys):
+            if count < batch_size:  # archives done: sessions' keys share the budget
+                count += await store.write_transaction(session_keys, ring, batch_size - count)
         done += count
         batches += 1
         if progress is not None:

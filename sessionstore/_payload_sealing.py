@@ -11,7 +11,8 @@ tokens) stay plain, so history is still queryable with SQL.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -19,33 +20,41 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection
 
+from ._chain import ChainKeys
 from ._crypto import Keyring
 from ._errors import SealedDataError
 from ._schema import sessions
 
 _NONCE: Final = 12
 _TAG: Final = 16
-_WRAPPED_KEY: Final = sa.select(sessions.c.payload_kek_id, sessions.c.payload_wrapped_key).where(
-    sessions.c.session_id == sa.bindparam("sid")
-)
 
 
-def session_key_context(session_id: str) -> dict[str, str]:
-    """What a session's wrapped data key is bound to."""
-    return {"table": "sessions", "purpose": "payloads", "session_id": session_id}
+def session_key_context(session_id: str, sealed_from: int | None = None) -> dict[str, str]:
+    """What a session's wrapped data key is bound to: the session and, for keys made since
+    migration 0009, the first seq sealed under it (so that boundary cannot be moved)."""
+    context = {"table": "sessions", "purpose": "payloads", "session_id": session_id}
+    if sealed_from is not None:
+        context["sealed_from"] = str(sealed_from)
+    return context
 
 
-def unwrap_session_key(keyring: Keyring, session_id: str, kek_id: str, wrapped: bytes) -> bytes:
+def unwrap_session_key(
+    keyring: Keyring, session_id: str, kek_id: str, wrapped: bytes, sealed_from: int | None
+) -> bytes:
     """A session's payload data key, or SealedDataError naming the session (for reads and
-    for rotation alike)."""
-    try:
-        return keyring.get(kek_id).unwrap(bytes(wrapped), session_key_context(session_id))
-    except Exception as exc:  # any KEK failure: name the session, hide the details
-        raise SealedDataError(
-            f"the payload key of session {session_id!r}",
-            f"it is wrapped under key {kek_id!r}, which cannot unwrap it here "
-            f"({type(exc).__name__}: {exc})",
-        ) from None
+    for rotation alike). Keys wrapped before 0009 are bound to the session only."""
+    key = keyring.get(kek_id) if kek_id in keyring.ids else None
+    for context in (session_key_context(session_id, sealed_from), session_key_context(session_id)):
+        try:
+            if key is not None:
+                return key.unwrap(bytes(wrapped), context)
+        except Exception:  # try the pre-0009 binding next; one error below
+            continue
+    raise SealedDataError(
+        f"the payload key of session {session_id!r}",
+        f"it is wrapped under key {kek_id!r}, which cannot unwrap it here, or its "
+        f"sealed-from boundary (seq {sealed_from}) was moved",
+    )
 
 
 def _row_context(session_id: str, seq: int) -> bytes:
@@ -78,11 +87,19 @@ def open_payload(cipher: AESGCM, session_id: str, seq: int, sealed: bytes) -> st
     return text.decode("utf-8", "surrogatepass")
 
 
+Opener = Callable[[int, Any, Any], Any]  # (seq, payload, payload_sealed) -> plain payload
+
+_SESSION_KEY: Final = sa.select(
+    sessions.c.sealed_from_seq, sessions.c.payload_kek_id, sessions.c.payload_wrapped_key
+).where(sessions.c.session_id == sa.bindparam("sid"))
+
+
 class SessionKeys:
     """Ciphers of encrypted sessions: data keys unwrapped once, kept for the store's life.
 
     `encrypt_new` says whether sessions without a key get one on their next write;
-    a session that has a key keeps sealing its rows either way.
+    a session that has a key keeps sealing its rows either way. `chains` holds the keys
+    of the sessions' history chains (same keyring).
     """
 
     def __init__(self, keyring: Keyring | None, *, encrypt_new: bool = False) -> None:
@@ -93,56 +110,59 @@ class SessionKeys:
             )
         self.keyring = keyring
         self.encrypt_new = encrypt_new
-        self._ciphers: dict[str, AESGCM] = {}
+        self.chains = ChainKeys(keyring)
+        # By (session, wrapped key, sealed-from): a reused session id never gets a stale key.
+        self._ciphers: dict[tuple[str, bytes, int | None], AESGCM] = {}
 
-    def for_rows(self, conn: Connection, session: Mapping[str, Any]) -> AESGCM | None:
-        """The cipher new rows of this session are sealed with, or None (stored plain)."""
-        if session["payload_wrapped_key"] is None and not self.encrypt_new:
-            return None
-        return self.for_write(conn, session)
-
-    def plain(self, conn: Connection, session_id: str, seq: int, payload: Any, sealed: Any) -> Any:
-        """A row's payload as stored in plain form (JSON text or value), opening it if sealed."""
-        if sealed is None:
-            return payload
-        return open_payload(self.for_read(conn, session_id), session_id, seq, bytes(sealed))
-
-    def for_write(self, conn: Connection, session: Mapping[str, Any]) -> AESGCM:
-        """The session's cipher, creating and storing its data key on first use (inside
-        the caller's transaction, which holds the session's lock)."""
-        session_id = session["session_id"]
+    def for_rows(
+        self, conn: Connection, session: Mapping[str, Any], first_seq: int
+    ) -> AESGCM | None:
+        """The cipher new rows (numbered from `first_seq`) of this session are sealed with,
+        or None (stored plain). A new key is created and stored inside the caller's
+        transaction, which holds the session's lock."""
         if session["payload_wrapped_key"] is not None:
-            return self._unwrap(
-                session_id, session["payload_kek_id"], session["payload_wrapped_key"]
-            )
+            return self.cipher(session)
+        if not self.encrypt_new:
+            return None
+        session_id = session["session_id"]
         keyring = self._require_keyring(session_id)
         key = AESGCM.generate_key(bit_length=256)
-        wrapped = keyring.active.wrap(key, session_key_context(session_id))
+        wrapped = keyring.active.wrap(key, session_key_context(session_id, first_seq))
         conn.execute(
             sessions.update()
             .where(sessions.c.session_id == session_id)
-            .values(payload_kek_id=keyring.active.key_id, payload_wrapped_key=wrapped)
-        )
-        self._ciphers[session_id] = AESGCM(key)
-        return self._ciphers[session_id]
-
-    def for_read(self, conn: Connection, session_id: str) -> AESGCM:
-        """The cipher of a session that has sealed rows."""
-        if session_id in self._ciphers:
-            return self._ciphers[session_id]
-        row = conn.execute(_WRAPPED_KEY, {"sid": session_id}).first()
-        if row is None or row.payload_wrapped_key is None:
-            raise SealedDataError(
-                f"session {session_id!r}", "it has sealed payloads but no stored data key"
+            .values(
+                payload_kek_id=keyring.active.key_id,
+                payload_wrapped_key=wrapped,
+                sealed_from_seq=first_seq,
             )
-        return self._unwrap(session_id, row.payload_kek_id, row.payload_wrapped_key)
+        )
+        self._ciphers[session_id, wrapped, first_seq] = AESGCM(key)
+        return self._ciphers[session_id, wrapped, first_seq]
 
-    def _unwrap(self, session_id: str, kek_id: str, wrapped: bytes) -> AESGCM:
-        if session_id not in self._ciphers:
+    def cipher(self, session: Mapping[str, Any]) -> AESGCM:
+        """The cipher of a session whose row holds a payload key (its boundary checked)."""
+        session_id = session["session_id"]
+        wrapped = bytes(session["payload_wrapped_key"])
+        sealed_from = session["sealed_from_seq"]
+        if (session_id, wrapped, sealed_from) not in self._ciphers:
             keyring = self._require_keyring(session_id)
-            key = unwrap_session_key(keyring, session_id, kek_id, wrapped)
-            self._ciphers[session_id] = AESGCM(key)
-        return self._ciphers[session_id]
+            key = unwrap_session_key(
+                keyring, session_id, session["payload_kek_id"], wrapped, sealed_from
+            )
+            self._ciphers[session_id, wrapped, sealed_from] = AESGCM(key)
+        return self._ciphers[session_id, wrapped, sealed_from]
+
+    def opener(self, conn: Connection, session_id: str) -> Opener:
+        """How to read this session's payloads: sealed ones opened, and a plain row where
+        the session is encrypted refused (a downgrade), never returned."""
+        row = conn.execute(_SESSION_KEY, {"sid": session_id}).first()
+        if row is None or row.payload_wrapped_key is None:
+            return partial(_open_plain_session, session_id)
+        session = {"session_id": session_id, **row._mapping}
+        cipher = self.cipher(session)
+        sealed_from = -1 if row.sealed_from_seq is None else int(row.sealed_from_seq)
+        return partial(_open_encrypted, cipher, session_id, sealed_from)
 
     def _require_keyring(self, session_id: str) -> Keyring:
         if self.keyring is None:
@@ -152,3 +172,26 @@ class SessionKeys:
                 "(set SESSIONSTORE_KEYS or SESSIONSTORE_KEY_FILE)",
             )
         return self.keyring
+
+
+def _open_plain_session(session_id: str, seq: int, payload: Any, sealed: Any) -> Any:
+    if sealed is not None:
+        raise SealedDataError(
+            f"message {seq} of session {session_id!r}",
+            "it is sealed but its session has no stored data key",
+        )
+    return payload
+
+
+def _open_encrypted(
+    cipher: AESGCM, session_id: str, sealed_from: int, seq: int, payload: Any, sealed: Any
+) -> Any:
+    if sealed is not None:
+        return open_payload(cipher, session_id, seq, bytes(sealed))
+    if payload is not None and seq >= sealed_from:
+        raise SealedDataError(
+            f"message {seq} of session {session_id!r}",
+            f"it is stored plain, but the session is encrypted from seq {sealed_from} on: "
+            "the row was downgraded (forged) or written around the store",
+        )
+    return payload  # written before the session was encrypted, or purged

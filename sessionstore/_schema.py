@@ -87,6 +87,14 @@ sessions: Final = sa.Table(
     # Payload encryption at rest (0003): the session's data key, wrapped by a keyring KEK.
     sa.Column("payload_kek_id", sa.Text, nullable=True),
     sa.Column("payload_wrapped_key", sa.LargeBinary, nullable=True),
+    # The first seq sealed under that key (0009): a plain row from there on is refused.
+    sa.Column("sealed_from_seq", sa.BigInteger, nullable=True),
+    # The history's hash chain (0009): the newest row's digest, the first chained seq, and
+    # the chain's HMAC key wrapped by a keyring KEK (NULL: unkeyed, no keyring at the start).
+    sa.Column("chain_head", sa.LargeBinary, nullable=True),
+    sa.Column("chain_start_seq", sa.BigInteger, nullable=True),
+    sa.Column("chain_kek_id", sa.Text, nullable=True),
+    sa.Column("chain_wrapped_key", sa.LargeBinary, nullable=True),
     sa.CheckConstraint("last_seq >= 0", name="last_seq_nonnegative"),
     sa.CheckConstraint("context_tokens >= 0", name="context_tokens_nonnegative"),
 )
@@ -121,6 +129,10 @@ messages: Final = sa.Table(
     # The append batch's idempotency token (0005), on its first row only: a retry of a batch
     # whose outcome was unknown finds it here and stores nothing twice.
     sa.Column("append_token", sa.Text, nullable=True),
+    # The hash chain (0009): SHA-256 of the payload as stored (kept when it is purged), and
+    # the row's HMAC over the previous digest and its columns. NULL on rows that predate it.
+    sa.Column("payload_digest", sa.LargeBinary, nullable=True),
+    sa.Column("digest", sa.LargeBinary, nullable=True),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),
     sqlite_with_rowid=False,

@@ -7,7 +7,7 @@ snapshot and seal new rows the same way; this module is where that is spelled on
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 import sqlalchemy as sa
@@ -35,10 +35,8 @@ def stored_rows(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Iterable[AnyRow]
 ) -> list[StoredRow]:
     """Stored rows from `messages` rows, their payloads unsealed as needed."""
-    return [
-        stored_row(row, keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed))
-        for row in rows
-    ]
+    plain = keys.opener(conn, session_id)
+    return [stored_row(row, plain(row.seq, row.payload, row.payload_sealed)) for row in rows]
 
 
 def stored_row(row: AnyRow, payload: Any) -> StoredRow:
@@ -75,6 +73,21 @@ def rows_after(conn: Connection, session_id: str, seq: int, keys: SessionKeys) -
     """Rows appended after `seq` (inside a transaction: what changed since a snapshot)."""
     rows = conn.execute(_ROWS_AFTER, {"sid": session_id, "after": seq})
     return stored_rows(conn, keys, session_id, rows)
+
+
+def write_rows(
+    conn: Connection,
+    keys: SessionKeys,
+    session: Mapping[str, Any],
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Seal new rows as their session requires and chain them onto its history (the caller
+    holds the session's lock and inserts them); returns the session columns to store."""
+    first = rows[0]["seq"]
+    cipher = keys.for_rows(conn, session, first)
+    for row in rows:
+        seal_row(row, cipher)
+    return keys.chains.start(session, first).after(rows)
 
 
 def seal_row(row: dict[str, Any], cipher: AESGCM | None) -> None:

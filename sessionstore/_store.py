@@ -77,8 +77,8 @@ from ._session_sql import (
     SESSION_ROW,
     AnyRow,
     lock_session,
-    seal_row,
     stored_rows,
+    write_rows,
 )
 from ._tokens import TokenEstimator, estimator_for_model
 
@@ -156,12 +156,8 @@ def _visible_payloads(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
 ) -> list[Any]:
     """Payloads of the visible rows (unsealed as needed)."""
-    return [
-        row.payload
-        if row.payload_sealed is None
-        else keys.plain(conn, session_id, row.seq, row.payload, row.payload_sealed)
-        for row in visible_in_order(rows)
-    ]
+    plain = keys.opener(conn, session_id)
+    return [plain(row.seq, row.payload, row.payload_sealed) for row in visible_in_order(rows)]
 
 
 def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
@@ -181,7 +177,6 @@ def _tx_append_general(
     first = last - len(batch.payloads) + 1
     session = lock_session(conn, batch.session_id)  # already locked: the upsert took it
     assert session is not None
-    key = keys.for_rows(conn, dict(session._mapping))
     archive_ids: dict[int, int] = {}
     for index, original in originals.items():
         body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
@@ -195,9 +190,10 @@ def _tx_append_general(
     for offset, values in enumerate(batch.rows(first)):
         row = dict(zip(ITEM_COLUMNS, values, strict=True))
         row["archive_id"] = archive_ids.get(offset)
-        seal_row(row, key)
         rows.append(row)
+    updates = write_rows(conn, keys, dict(session._mapping), rows)
     conn.execute(_INSERT_MESSAGES, rows)
+    conn.execute(_UPDATE_SESSION, {"sid": batch.session_id, **updates})
     return list(range(first, last + 1))
 
 
@@ -235,30 +231,35 @@ def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, A
     if session is None or target is None:
         return None
     seq = session.last_seq + 1
-    conn.execute(_INSERT_MESSAGES, _marker_row(session_id, seq, KIND_TOMBSTONE, target.seq))
+    row = _marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
+    chained = keys.chains.start(dict(session._mapping), seq).after([row])
+    conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
         _UPDATE_SESSION,
         {
+            **chained,
             "sid": session_id,
             "last_seq": seq,
             "context_items": max(session.context_items - 1, 0),
             "context_tokens": max(session.context_tokens - target.tokens, 0),
         },
     )
-    return decode_payload(
-        keys.plain(conn, session_id, target.seq, target.payload, target.payload_sealed)
-    )
+    plain = keys.opener(conn, session_id)
+    return decode_payload(plain(target.seq, target.payload, target.payload_sealed))
 
 
-def _tx_clear(conn: Connection, session_id: str) -> None:
+def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
     session = lock_session(conn, session_id)
     if session is None:
         return
     seq = session.last_seq + 1
-    conn.execute(_INSERT_MESSAGES, _marker_row(session_id, seq, KIND_CLEAR, None))
+    row = _marker_row(session_id, seq, KIND_CLEAR, None)
+    chained = keys.chains.start(dict(session._mapping), seq).after([row])
+    conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
         _UPDATE_SESSION,
         {
+            **chained,
             "sid": session_id,
             "last_seq": seq,
             "context_start_seq": seq + 1,
@@ -577,7 +578,7 @@ class SessionStore:
             return await self.database.write(
                 _tx_append_general, batch, originals, self.session_keys
             )
-        return await self.database.append_batch(batch)
+        return await self.database.append_batch(batch, self.session_keys)
 
     async def _name_late_outputs(self, session_id: str, infos: list[ItemInfo]) -> list[ItemInfo]:
         """Name the tool on outputs whose call was appended in an earlier batch.
@@ -612,7 +613,7 @@ class SessionStore:
         """Start an empty active context with a clear marker; history stays for audit."""
         check_session_id(session_id)
         await self.ensure_ready()
-        await self.database.write(_tx_clear, session_id)
+        await self.database.write(_tx_clear, session_id, self.session_keys)
 
     async def delete_session(self, session_id: str) -> bool:
         """Physically delete a session, its rows and events (admin/retention only).

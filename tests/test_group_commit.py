@@ -55,7 +55,7 @@ async def test_64_writers_with_failing_batches_lose_nothing_and_share_commits(
             for n in range(APPENDS):
                 if (w + n) % 7 == 0:  # some callers send a batch the database refuses
                     with pytest.raises(StoreError) as caught:
-                        await database.append_batch(_broken_batch(f"w{w}"))
+                        await database.append_batch(_broken_batch(f"w{w}"), store.session_keys)
                     failures.append(caught.value)
                 await store.append(f"w{w}", _turn(w, n))
 

@@ -140,9 +140,10 @@ async def test_rotation_rewraps_session_keys_too(db_url: str) -> None:
         for sid in ("a", "b", "c"):
             await store.append(sid, ITEMS)
     async with sealed_store(db_url, keyring=Keyring([K1, K2], active="k2")) as store:
-        assert await key_usage(store) == {"k1": 3}
+        # Each session's payload key and history-chain key.
+        assert await key_usage(store) == {"k1": 6}
         report = await rotate_keys(store, batch_size=2)
-        assert report.rewrapped == 3 and report.usage == {"k2": 3}
+        assert report.rewrapped == 6 and report.usage == {"k2": 6}
         await check_retirable(store, "k1")
     async with SessionStore(db_url, keyring=Keyring([K2])) as retired:
         for sid in ("a", "b", "c"):

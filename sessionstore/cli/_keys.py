@@ -62,7 +62,8 @@ def generate(
 
 @keys_app.command()
 def status(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """Which keys are configured, which is active, how many archives each protects."""
+    """Which keys are configured, which is active, what each protects (sealed archives plus
+    sessions' payload and history-chain keys)."""
 
     async def go() -> tuple[Keyring | None, dict[str, int]]:
         async with open_store(url, config, read_only=True) as store:
@@ -76,7 +77,7 @@ def status(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOpti
             "key_id": k,
             "active": k == active,
             "configured": k in configured,
-            "archives": usage.get(k, 0),
+            "uses": usage.get(k, 0),
         }
         for k in sorted(set(configured) | set(usage))
     ]
@@ -85,8 +86,8 @@ def status(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOpti
         return
     if keyring is None:
         console.print(shown("no keyring configured: new archives are stored unencrypted", "yellow"))
-    table = Table(title="Archive keys")
-    for column in ("key_id", "active", "configured", "archives"):
+    table = Table(title="Keys (uses: sealed archives and session keys under each)")
+    for column in ("key_id", "active", "configured", "uses"):
         table.add_column(column)
     for row in rows:
         table.add_row(*(shown(value) for value in row.values()))

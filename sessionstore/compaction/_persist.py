@@ -35,7 +35,7 @@ from .._schema import (
     sessions,
 )
 from .._schema import messages as messages_table
-from .._session_sql import AnyRow, lock_session, rows_after, seal_row
+from .._session_sql import AnyRow, lock_session, rows_after, write_rows
 from ._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
@@ -194,11 +194,11 @@ def tx_commit_compaction(
             for row in write.replaced
         ],
     )
-    key = keys.for_rows(conn, dict(session._mapping))
+    chained: dict[str, Any] = {}
     for new_row in rows:
         new_row["compaction_id"] = compaction_id
-        seal_row(new_row, key)
     if rows:
+        chained = write_rows(conn, keys, dict(session._mapping), rows)
         conn.execute(messages_table.insert(), rows)
     conn.execute(
         sessions.update()
@@ -210,6 +210,7 @@ def tx_commit_compaction(
             context_items=len(rows),
             compaction_count=version,
             updated_at=sa.func.current_timestamp(),
+            **chained,
         )
     )
     links = {"compaction_id": compaction_id, "archive_id": archive_id}

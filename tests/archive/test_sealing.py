@@ -96,14 +96,15 @@ async def test_rotation_rewraps_then_the_old_key_can_go(db_url: str) -> None:
         bodies = {sid: bytes((await raw_archive(store, sid))["body"]) for sid in expected}
     both = Keyring([K1, K2], active="k2")
     async with SessionStore(db_url, keyring=both) as store:
-        with pytest.raises(KeyInUseError, match="3 archive"):
+        # Three sealed archives and the three sessions' history-chain keys.
+        with pytest.raises(KeyInUseError, match="6 archive"):
             await check_retirable(store, "k1")
         partial = await rotate_keys(store, batch_size=1, max_batches=1)  # interrupted
-        assert partial.rewrapped == 1 and partial.usage == {"k1": 2, "k2": 1}
+        assert partial.rewrapped == 1 and partial.usage == {"k1": 5, "k2": 1}
         resumed = await rotate_keys(store, batch_size=1)
-        assert resumed.rewrapped == 2 and resumed.usage == {"k2": 3}
+        assert resumed.rewrapped == 5 and resumed.usage == {"k2": 6}
         await check_retirable(store, "k1")
-        assert await key_usage(store) == {"k2": 3}
+        assert await key_usage(store) == {"k2": 6}
         for sid in expected:  # payloads were never re-encrypted
             assert bytes((await raw_archive(store, sid))["body"]) == bodies[sid]
     async with SessionStore(db_url, keyring=Keyring([K2])) as retired:

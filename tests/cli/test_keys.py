@@ -48,16 +48,17 @@ def test_keys_generate_rotate_retire_and_archive_show(db_url: str, tmp_path: Pat
     _seal_one_archive(db_url, key_file)
     env = {"SESSIONSTORE_KEY_FILE": str(key_file)}
     status = json.loads(run("keys", "status", "--url", db_url, "--json", env=env).stdout)
-    assert status["active"] == "k1" and status["keys"][0]["archives"] == 1
+    # One sealed archive, and the key of the session's history chain.
+    assert status["active"] == "k1" and status["keys"][0]["uses"] == 2
     shown = run("archive", "show", "s", "--url", db_url, "--json", env=env)
     assert (
         shown.exit_code == 0 and "SECRETVALUE" not in shown.output and "<REDACTED>" in shown.output
     )
     busy = run("keys", "retire", "k1", "--url", db_url, env=env)
-    assert busy.exit_code == 2 and "still protects 1 archive" in busy.output
+    assert busy.exit_code == 2 and "still protects 2 archive(s) or session key(s)" in busy.output
     _generate(key_file, "k2")
     rotated = json.loads(run("keys", "rotate", "--url", db_url, "--json", env=env).stdout)
-    assert rotated == {"active": "k2", "rewrapped": 1, "usage": {"k2": 1}}
+    assert rotated == {"active": "k2", "rewrapped": 2, "usage": {"k2": 2}}
     retired = run("keys", "retire", "k1", "--url", db_url, "--key-file", str(key_file), env=env)
     assert retired.exit_code == 0, retired.output
     assert Keyring.from_file(key_file).ids == ("k2",)
