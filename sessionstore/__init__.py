@@ -27,6 +27,7 @@ from ._errors import (
     DatabaseNotFoundError,
     DuplicateAppendError,
     EncodingUnavailableError,
+    HistoryTamperedError,
     ImportSourceError,
     InvalidItemError,
     KeyIntegrityError,
@@ -54,6 +55,7 @@ from ._errors import (
     UnsupportedURLError,
 )
 from ._events import Event
+from ._history_check import ChainReport
 from ._items import text_of
 from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
 from ._store import SessionStore
@@ -109,6 +111,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "ArchiveSinkError",
     "AwsKmsKey",
+    "ChainReport",
     "CompactionError",
     "CompactionErrorReason",
     "ConfigError",
@@ -116,6 +119,7 @@ __all__ = [
     "DuplicateAppendError",
     "EncodingUnavailableError",
     "Event",
+    "HistoryTamperedError",
     "ImportReport",
     "ImportSourceError",
     "InvalidItemError",

@@ -57,6 +57,22 @@ def row_context(row: Mapping[str, Any]) -> dict[str, str]:
     return archive_context(row["session_id"], bound, row["from_seq"], row["to_seq"])
 
 
+def sealed_columns(row: Mapping[str, Any], keyring: Keyring) -> dict[str, Any]:
+    """A plain archive row's new columns once sealed under the active key (its compressed
+    body encrypted as it is; nothing is decompressed or decoded)."""
+    bound = row["bound_compaction"] or bound_compaction_of(row["compaction_id"])
+    context = archive_context(row["session_id"], bound, row["from_seq"], row["to_seq"])
+    sealed = seal(bytes(row["body"]), keyring, context)
+    return {
+        "bound_compaction": bound,
+        "format_version": sealed.format_version,
+        "kek_id": sealed.kek_id,
+        "wrapped_key": sealed.wrapped_key,
+        "nonce": sealed.nonce,
+        "body": sealed.ciphertext,
+    }
+
+
 def archive_columns(
     body: ArchiveBody,
     *,
@@ -126,6 +142,13 @@ def open_archive(row: Mapping[str, Any], keyring: Keyring | None) -> OpenedArchi
     """Decrypt (if sealed), decompress and verify one archive row; never wrong data."""
     label = label_of(row)
     if row["format_version"] == PLAIN_FORMAT:
+        if keyring is not None:  # a downgrade would look exactly like this
+            raise SealedDataError(
+                label,
+                "it is stored plain but a keyring is configured: if it was written before "
+                "encryption was enabled, run `sessionstore keys rotate` once to seal it; "
+                "otherwise it was forged",
+            )
         compressed = bytes(row["body"])
     elif row["format_version"] == ENVELOPE_V1:
         if keyring is None:

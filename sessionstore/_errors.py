@@ -24,6 +24,7 @@ safe to log. One tree:
     ├── KeyIntegrityError                        a wrapped data key failed authentication
     ├── KeyUnavailableError                      a KMS key could not be used
     ├── SealedDataError                          sealed data cannot be opened
+    ├── HistoryTamperedError                     a session's rows do not verify against its chain
     ├── KeyInUseError                            a key still wraps data and cannot be retired
     ├── ArchiveSinkError                         a file or S3 copy of an archive failed
     ├── ImportSourceError (ValueError)           an SDK database we cannot read
@@ -168,6 +169,20 @@ class SealedDataError(SessionStoreError):
         super().__init__(f"cannot open {label}: {reason}")
         self.label = label
         self.reason = reason
+
+
+class HistoryTamperedError(SessionStoreError):
+    """A session's rows do not verify against its hash chain; `problems` names rows, never
+    their content."""
+
+    def __init__(self, session_id: str, problems: Sequence[str]) -> None:
+        shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+        super().__init__(
+            f"the history of session {session_id!r} does not verify: {shown} (nothing was "
+            f"returned; `sessionstore verify {session_id}` reports every problem)"
+        )
+        self.session_id = session_id
+        self.problems = list(problems)
 
 
 class KeyInUseError(SessionStoreError):

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ._archive_sealing import label_of, row_context, sealed_of
+from ._archive_codec import PLAIN_FORMAT
+from ._archive_sealing import label_of, row_context, sealed_columns, sealed_of
 from ._chain import ChainKeys, chain_key_context
 from ._crypto import ENVELOPE_V1, Keyring, rewrap
 from ._errors import KeyInUseError, SessionStoreError
@@ -124,6 +125,31 @@ def _tx_rewrap_batch(conn: Connection, keyring: Keyring, batch: int) -> int:
     return len(rows)
 
 
+def _count_plain_archives(conn: Connection) -> int:
+    query = sa.select(sa.func.count()).where(archives.c.format_version == PLAIN_FORMAT)
+    return int(conn.execute(query).scalar_one())
+
+
+def _tx_seal_plain_archives(conn: Connection, keyring: Keyring, batch: int) -> int:
+    """Seal up to `batch` archives written plain (before a keyring was configured)."""
+    rows = [
+        dict(row._mapping)
+        for row in conn.execute(
+            sa.select(archives)
+            .where(archives.c.format_version == PLAIN_FORMAT)
+            .order_by(archives.c.id)
+            .limit(batch)
+        )
+    ]
+    for row in rows:
+        conn.execute(
+            archives.update()
+            .where(archives.c.id == row["id"])
+            .values(**sealed_columns(row, keyring))
+        )
+    return len(rows)
+
+
 async def key_usage(store: SessionStore) -> dict[str, int]:
     """How many sealed archives each key id protects."""
     return await store.read_snapshot(_usage)
@@ -137,7 +163,8 @@ async def rotate_keys(
     max_batches: int | None = None,
     progress: Progress | None = None,
 ) -> RotationReport:
-    """Rewrap every archive not under the active key; resumable, batch by batch."""
+    """Rewrap every archive and session key not under the active key, and seal archives
+    written plain before the keyring existed; resumable, batch by batch."""
     ring = keyring or store.keyring
     if ring is None:
         raise SessionStoreError(
@@ -146,12 +173,13 @@ async def rotate_keys(
         )
     before = await key_usage(store)
     todo = sum(count for key, count in before.items() if key != ring.active.key_id)
+    todo += await store.read_snapshot(_count_plain_archives)
     done = batches = 0
     while max_batches is None or batches < max_batches:
         count = await store.write_transaction(_tx_rewrap_batch, ring, batch_size)
-        for session_keys in (_tx_rewrap_session_keys, _tx_rewrap_chain_keys):
-            if count < batch_size:  # archives done: sessions' keys share the budget
-                count += await store.write_transaction(session_keys, ring, batch_size - count)
+        for more in (_tx_seal_plain_archives, _tx_rewrap_session_keys, _tx_rewrap_chain_keys):
+            if count < batch_size:  # sealed archives done: the rest share the budget
+                count += await store.write_transaction(more, ring, batch_size - count)
         done += count
         batches += 1
         if progress is not None:

@@ -38,6 +38,7 @@ from ._crypto import Keyring
 from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
 from ._errors import DuplicateAppendError, StoreUnavailableError
 from ._events import Event
+from ._history_check import ChainReport, tx_checked_active, tx_verify
 from ._hot_path import APPEND_UPSERT
 from ._items import (
     ItemInfo,
@@ -373,6 +374,7 @@ class SessionStore:
         encrypt_payloads: bool = False,
         publisher: Publisher | None = None,
         read_only: bool = False,
+        verify_on_load: bool = False,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -395,6 +397,9 @@ class SessionStore:
         error (DatabaseNotFoundError) instead of a new database, the schema is checked
         but never migrated, SQLite opens the file `mode=ro`, PostgreSQL runs every
         transaction READ ONLY, and writes raise ReadOnlyStoreError.
+        `verify_on_load` proves every `load_context` against the session's hash chain
+        (HistoryTamperedError instead of edited, injected or removed rows; see
+        `verify_history` for the whole history).
         """
         if engine is not None and url is not None:
             raise TypeError("pass a url or an engine, not both")
@@ -425,6 +430,7 @@ class SessionStore:
         self.redact_archives = redact_archives
         self.session_keys = SessionKeys(self.keyring, encrypt_new=encrypt_payloads)
         self.publisher = publisher
+        self.verify_on_load = check_flag("verify_on_load", verify_on_load)
         if read_only and create_tables:
             raise TypeError("a read-only store cannot create tables: drop create_tables=True")
         self.read_only = read_only
@@ -655,6 +661,9 @@ class SessionStore:
         await self.ensure_ready()
         if limit == 0:
             return []
+        if self.verify_on_load:
+            items = await self.database.read(tx_checked_active, session_id, self.session_keys)
+            return items[-limit:] if limit is not None and limit > 0 else items
         if limit is not None and limit > 0:
             return await self.database.read(_read_tail, session_id, limit, self.session_keys)
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
@@ -662,6 +671,14 @@ class SessionStore:
             if not any(record[4] is not None for record in records):  # older sealed rows?
                 return decode_payloads([record[3] for record in visible_in_order(records)])
         return await self.database.read(_read_active, session_id, self.session_keys)
+
+    async def verify_history(self, session_id: str) -> ChainReport:
+        """Check a session's whole history against its hash chain: rows edited, moved,
+        injected or deleted, a moved context start, downgraded (plain) rows of an encrypted
+        session. Reads only; see ChainReport for what it found."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(tx_verify, session_id, self.session_keys)
 
     async def context_rows(self, session_id: str) -> list[StoredRow]:
         """Every row of the active context (tombstones and hidden rows included)."""

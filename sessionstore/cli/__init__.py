@@ -20,6 +20,7 @@ from ._query import query
 from ._retention import retention_app
 from ._schema import schema
 from ._sessions import sessions_app
+from ._verify import verify
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
@@ -59,6 +60,7 @@ app.command()(events)
 app.command()(query)
 app.command()(schema)
 app.command()(doctor)
+app.command()(verify)
 app.command(name="import")(import_sessions)
 
 compactctl_app = typer.Typer(

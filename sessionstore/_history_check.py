@@ -1,0 +1,351 @@
+"""Checking a session's history against its hash chain: all of it, or the active context.
+
+`tx_verify` walks every row of a session (what `sessionstore verify` reports); `tx_checked_active`
+reads the active context the way a load does and refuses it (HistoryTamperedError) unless the
+rows from the context start to the newest chain onto the session's head, every payload matches
+its digest and the context starts where the rows say it does. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._chain import genesis, link, payload_digest
+from ._errors import HistoryTamperedError, SessionStoreError
+from ._payload_sealing import SessionKeys
+from ._rows import decode_payloads, visible_in_order
+from ._schema import KIND_CARRY, KIND_CLEAR, KIND_SUMMARY, compactions, messages, sessions
+
+_MAX_PROBLEMS: Final = 20  # a report names the first problems, then counts the rest
+_sid: Final = sa.bindparam("sid", type_=sa.Text)
+# The payload exactly as stored: PostgreSQL's json type keeps the text it was given.
+_ROW_COLUMNS: Final = (
+    *(column for column in messages.c if column.name != "payload"),
+    sa.cast(messages.c.payload, sa.Text).label("payload"),
+)
+_SESSION: Final = sa.select(*sessions.c).where(sessions.c.session_id == _sid)
+_ROWS_FROM: Final = (
+    sa.select(*_ROW_COLUMNS)
+    .where(
+        messages.c.session_id == _sid,
+        messages.c.seq >= sa.bindparam("from_seq"),
+        messages.c.seq <= sa.bindparam("to_seq"),
+    )
+    .order_by(messages.c.seq)
+)
+_EMPTY_COMPACTION: Final = sa.select(sa.func.count()).where(
+    compactions.c.session_id == _sid,
+    compactions.c.context_start_seq == sa.bindparam("start"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """What `verify` found for one session. `problems` empty means the history is intact
+    as far as its chain reaches; `warnings` say what the chain cannot vouch for."""
+
+    session_id: str
+    rows: int
+    chain_start_seq: int | None
+    unchained: int  # rows written before migration 0009: no digest to check
+    purged: int  # rows whose payload retention removed (their digest still counts)
+    keyed: bool
+    head: str | None
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was found altered, missing or injected."""
+        return not self.problems
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.extra = 0
+
+    def add(self, problem: str) -> None:
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(problem)
+        else:
+            self.extra += 1
+
+    def listed(self) -> list[str]:
+        more = [f"... and {self.extra} more"] if self.extra else []
+        return self.problems + more
+
+
+def _chain_rows(
+    key: bytes, previous: bytes, rows: Sequence[Mapping[str, Any]], findings: _Findings
+) -> tuple[bytes, int]:
+    """Recompute the chain over `rows`, noting every row whose digests do not hold; returns
+    the last stored digest (the chain goes on from what is stored) and the purged count."""
+    purged = 0
+    for row in rows:
+        seq = row["seq"]
+        stored = row["payload_digest"]
+        body = payload_digest(row["payload"], _bytes(row["payload_sealed"]))
+        if body is None and stored is not None:
+            purged += 1  # retention removed the payload; its digest stays in the chain
+            body = bytes(stored)
+        elif body != _bytes(stored):
+            findings.add(f"row {seq}: its payload does not match its digest (edited)")
+        digest = row["digest"]
+        if digest is None:
+            findings.add(f"row {seq}: it has no digest (inserted around the store)")
+            continue
+        if link(key, previous, row, body) != bytes(digest):
+            findings.add(
+                f"row {seq}: its columns or position do not match its digest "
+                "(edited, moved or inserted)"
+            )
+        previous = bytes(digest)
+    return previous, purged
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _session(conn: Connection, session_id: str) -> dict[str, Any]:
+    row = conn.execute(_SESSION, {"sid": session_id}).first()
+    if row is None:
+        raise SessionStoreError(f"no session {session_id!r} in this store")
+    return dict(row._mapping)
+
+
+def _rows(conn: Connection, session: Mapping[str, Any], from_seq: int) -> list[dict[str, Any]]:
+    """Rows from `from_seq` up to the session row's last_seq, read after it: rows appended
+    meanwhile are left out, so a check never races a writer (stored rows never change)."""
+    params = {"sid": session["session_id"], "from_seq": from_seq, "to_seq": session["last_seq"]}
+    return [dict(row._mapping) for row in conn.execute(_ROWS_FROM, params)]
+
+
+def _expected_start(rows: Sequence[Mapping[str, Any]]) -> int:
+    """Where the active context starts according to the rows themselves: after the last
+    clear, or at the first row the last compaction wrote."""
+    start = 1
+    seen: set[int] = set()
+    for row in rows:
+        if row["kind"] == KIND_CLEAR:
+            start = row["seq"] + 1
+        elif row["kind"] in (KIND_CARRY, KIND_SUMMARY) and row["compaction_id"] not in seen:
+            seen.add(row["compaction_id"])
+            start = row["seq"]
+    return start
+
+
+def _check_start(
+    conn: Connection,
+    session: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    findings: _Findings,
+) -> None:
+    start = int(session["context_start_seq"])
+    expected = _expected_start(rows)
+    if start == expected:
+        return
+    last = int(session["last_seq"])
+    if not (start == last + 1 and _emptied_by_compaction(conn, session["session_id"], start)):
+        findings.add(
+            f"the session's context_start_seq is {start}, but its rows start the context at "
+            f"{expected} (the session row was edited)"
+        )
+
+
+def _check_counters(
+    session: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], findings: _Findings
+) -> None:
+    start = int(session["context_start_seq"])
+    window = [(row["seq"], row["kind"], row["ref_seq"], row) for row in rows if row["seq"] >= start]
+    visible = [entry[3] for entry in visible_in_order(window)]
+    if int(session["context_items"]) != len(visible):
+        findings.add(
+            f"the session row counts {session['context_items']} items in the context, its "
+            f"rows hold {len(visible)} (the session row or a row was edited)"
+        )
+
+
+def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainReport:
+    """Walk a session's whole history and report what does not hold."""
+    session = _session(conn, session_id)
+    rows = _rows(conn, session, 1)
+    findings = _Findings()
+    last = int(session["last_seq"])
+    seqs = [row["seq"] for row in rows]
+    if len(seqs) != last:
+        missing = sorted(set(range(1, last + 1)) - set(seqs))
+        findings.add(f"rows {_ranges(missing)} are missing (deleted)")
+    start = session["chain_start_seq"]
+    unchained = [row for row in rows if start is None or row["seq"] < start]
+    chained = [row for row in rows if start is not None and row["seq"] >= start]
+    for row in unchained:
+        if row["digest"] is not None:
+            findings.add(f"row {row['seq']}: it carries a digest but lies before the chain start")
+    head, purged = None, 0
+    chain_key = keys.chains.key_of(
+        session_id, session["chain_kek_id"], session["chain_wrapped_key"]
+    )
+    if start is not None:
+        head, purged = _chain_rows(
+            chain_key, genesis(chain_key, session_id, int(start)), chained, findings
+        )
+        stored_head = _bytes(session["chain_head"])
+        if head != stored_head:
+            findings.add(
+                "the session's chain head does not match its newest row (rows were removed "
+                "from the end, or the session row was edited)"
+            )
+    elif session["chain_head"] is not None:
+        findings.add("the session has a chain head but no chain start (the session row was edited)")
+    _check_downgrade(session, rows, findings)
+    _check_start(conn, session, rows, findings)
+    _check_counters(session, rows, findings)
+    warnings = []
+    if unchained:
+        warnings.append(
+            f"{len(unchained)} row(s) were written before the history chain existed "
+            "(migration 0009); they are not covered"
+        )
+    keyed = session["chain_wrapped_key"] is not None
+    if keys.keyring is not None and start is not None and not keyed:
+        warnings.append(
+            "the chain is not keyed although a keyring is configured: it began before the "
+            "keyring, or its key was stripped; only a keyed chain stops a forger"
+        )
+    return ChainReport(
+        session_id=session_id,
+        rows=len(rows),
+        chain_start_seq=None if start is None else int(start),
+        unchained=len(unchained),
+        purged=purged,
+        keyed=keyed,
+        head=None if session["chain_head"] is None else bytes(session["chain_head"]).hex(),
+        problems=findings.listed(),
+        warnings=warnings,
+    )
+
+
+def _check_downgrade(
+    session: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], findings: _Findings
+) -> None:
+    sealed_from = session["sealed_from_seq"]
+    if session["payload_wrapped_key"] is None:
+        return
+    boundary = 1 if sealed_from is None else int(sealed_from)
+    for row in rows:
+        if row["seq"] >= boundary and row["payload"] is not None and row["payload_sealed"] is None:
+            findings.add(
+                f"row {row['seq']}: it is plain although the session is encrypted from seq "
+                f"{boundary} on (downgraded)"
+            )
+
+
+def _ranges(seqs: Sequence[int]) -> str:
+    """1,2,3,7 -> '1-3, 7'."""
+    parts: list[str] = []
+    first = previous = seqs[0]
+    for seq in [*seqs[1:], None]:
+        if seq is not None and seq == previous + 1:
+            previous = seq
+            continue
+        parts.append(str(first) if first == previous else f"{first}-{previous}")
+        if seq is not None:
+            first = previous = seq
+    return ", ".join(parts)
+
+
+def tx_checked_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
+    """The active context, after proving it: the rows from the context start chain onto
+    the session's head, and the context starts where the rows say. HistoryTamperedError
+    otherwise."""
+    session_row = conn.execute(_SESSION, {"sid": session_id}).first()
+    if session_row is None:
+        return []
+    session = dict(session_row._mapping)
+    start = int(session["context_start_seq"])
+    rows = _rows(conn, session, max(start - 1, 1))
+    findings = _Findings()
+    if session["chain_start_seq"] is not None:
+        _check_chain_tail(session, rows, keys, findings)
+    window = [row for row in rows if row["seq"] >= start]
+    _check_window_start(conn, session, rows, window, findings)
+    _check_downgrade(session, window, findings)
+    if findings.problems:
+        raise HistoryTamperedError(session_id, findings.listed())
+    plain = keys.opener(conn, session_id)
+    shaped = [(row["seq"], row["kind"], row["ref_seq"], row) for row in window]
+    return decode_payloads(
+        [plain(r["seq"], r["payload"], r["payload_sealed"]) for *_, r in visible_in_order(shaped)]
+    )
+
+
+def _check_chain_tail(
+    session: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    keys: SessionKeys,
+    findings: _Findings,
+) -> None:
+    """The rows from the one before the context to the newest chain onto the head."""
+    session_id = session["session_id"]
+    chain_start = int(session["chain_start_seq"])
+    key = keys.chains.key_of(session_id, session["chain_kek_id"], session["chain_wrapped_key"])
+    chained = [row for row in rows if row["seq"] >= chain_start]
+    previous = genesis(key, session_id, chain_start)
+    if chained and chained[0]["seq"] < int(session["context_start_seq"]):
+        before = chained.pop(0)  # outside the context: only its stored link matters
+        previous = previous if before["digest"] is None else bytes(before["digest"])
+    elif chained and chained[0]["seq"] != chain_start:
+        findings.add(f"row {chained[0]['seq']}: the rows before it are missing")
+    head, _purged = _chain_rows(key, previous, chained, findings)
+    newest = rows[-1]["seq"] if rows else None
+    if head != _bytes(session["chain_head"]) or newest != session["last_seq"]:
+        findings.add(
+            "the newest rows do not end at the session's chain head (rows were removed, "
+            "or the session row was edited)"
+        )
+
+
+def _check_window_start(
+    conn: Connection,
+    session: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    window: Sequence[Mapping[str, Any]],
+    findings: _Findings,
+) -> None:
+    """The context starts at 1, right after a clear or at a compaction's first row, and no
+    later clear or compaction lies inside it."""
+    start = int(session["context_start_seq"])
+    before = next((row for row in rows if row["seq"] == start - 1), None)
+    first = window[0] if window and window[0]["seq"] == start else None
+    opens = start == 1 or (before is not None and before["kind"] == KIND_CLEAR)
+    if first is not None and first["kind"] in (KIND_CARRY, KIND_SUMMARY):
+        opens = opens or before is None or before["compaction_id"] != first["compaction_id"]
+    if not opens and first is None and start == int(session["last_seq"]) + 1:
+        opens = _emptied_by_compaction(conn, session["session_id"], start)
+    if not opens:
+        findings.add(
+            f"the context start {start} is not where a compaction or clear put it (the "
+            "session row was edited)"
+        )
+    seen = {None if first is None else first["compaction_id"]}
+    for row in window[1:]:
+        if row["kind"] == KIND_CLEAR or (
+            row["kind"] in (KIND_CARRY, KIND_SUMMARY) and row["compaction_id"] not in seen
+        ):
+            findings.add(
+                f"row {row['seq']} starts a newer context inside the loaded one (the "
+                "session's context start was moved back)"
+            )
+            break
+
+
+def _emptied_by_compaction(conn: Connection, session_id: str, start: int) -> bool:
+    """A compaction that kept nothing starts the context past the newest row."""
+    return bool(conn.execute(_EMPTY_COMPACTION, {"sid": session_id, "start": start}).scalar_one())
