@@ -114,6 +114,7 @@ def build_store(
         ),
         redact_archives=config.store.redact_archives,
         encrypt_payloads=config.store.encrypt_payloads,
+        verify_on_load=config.store.verify_on_load,
         publisher=build_event_bus(config),
     )
 

@@ -64,6 +64,7 @@ class StoreSettings(BaseModel):
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     encrypt_payloads: bool = False
     redact_archives: bool = False
+    verify_on_load: bool = False  # prove every load of the active context against its chain
 
 
 class SummarizerSettings(BaseModel):

@@ -684,6 +684,8 @@ class SessionStore:
         """Every row of the active context (tombstones and hidden rows included)."""
         check_session_id(session_id)
         await self.ensure_ready()
+        if self.verify_on_load:  # prove the context before showing its rows
+            await self.database.read(tx_checked_active, session_id, self.session_keys)
         return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
 
     async def history(self, session_id: str) -> list[StoredRow]:
