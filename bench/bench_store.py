@@ -9,7 +9,8 @@ machine noise hits them alike, and medians are reported with ratios ours/anchor.
     python bench/bench_store.py --backends sqlite
 
 PostgreSQL: $SESSIONSTORE_BENCH_PG_URL (default postgresql://postgres@127.0.0.1:5432/postgres);
-a scratch database is created and dropped.
+scratch databases are created and dropped. `sessionstore+verify` is our store with
+verify_on_load=True: every load proven against the session's hash chain (its cost).
 """
 
 from __future__ import annotations
@@ -92,10 +93,12 @@ def _sdk_session_contender(name: str, make: Callable[[str], Any], close: Any) ->
     return Contender(name, add, get, close)
 
 
-async def ours(url: str) -> Contender:
-    store = SessionStore(url, create_tables=True)
+async def ours(url: str, *, verify_on_load: bool = False) -> Contender:
+    """Our store; with `verify_on_load` every load is proven against the session's chain."""
+    store = SessionStore(url, create_tables=True, verify_on_load=verify_on_load)
     await store.ensure_ready()
-    return _sdk_session_contender("sessionstore", lambda sid: SQLSession(sid, store), store.close)
+    name = "sessionstore+verify" if verify_on_load else "sessionstore"
+    return _sdk_session_contender(name, lambda sid: SQLSession(sid, store), store.close)
 
 
 async def sdk_sqlite(path: Path) -> Contender:
@@ -273,16 +276,18 @@ async def sqlite_contenders(workdir: Path) -> list[Contender]:
     our_db = workdir / "ours.db"
     return [
         await ours(f"sqlite:///{our_db}"),
+        await ours(f"sqlite:///{workdir / 'verified.db'}", verify_on_load=True),
         await sdk_sqlite(workdir / "sdk.db"),
         await sdk_sqlalchemy(f"sqlite+aiosqlite:///{workdir / 'sdk_sqla.db'}"),
         await raw_sqlite(workdir / "raw.db", our_db),
     ]
 
 
-async def postgres_contenders(url: str) -> list[Contender]:
+async def postgres_contenders(url: str, verified_url: str) -> list[Contender]:
     dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     return [
         await ours(url),
+        await ours(verified_url, verify_on_load=True),
         await sdk_sqlalchemy(url),
         await raw_asyncpg(dsn),
     ]
@@ -302,8 +307,9 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             await run_backend("SQLite", await sqlite_contenders(Path(workdir)), rounds, repeats)
     if "postgresql" in backends:
-        async with scratch_database() as url:
-            await run_backend("PostgreSQL", await postgres_contenders(url), rounds, repeats)
+        async with scratch_database() as url, scratch_database() as verified_url:
+            contenders = await postgres_contenders(url, verified_url)
+            await run_backend("PostgreSQL", contenders, rounds, repeats)
 
 
 if __name__ == "__main__":
