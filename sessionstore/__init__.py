@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._arguments import check_session_id
+from ._arguments import check_session_id, item_list
 from ._errors import (
     ArchiveSinkError,
     CompactionError,
@@ -168,6 +168,7 @@ __all__ = [
     "delete_policy",
     "estimator_for_model",
     "import_sdk_sessions",
+    "item_list",
     "key_usage",
     "list_policies",
     "load_config",

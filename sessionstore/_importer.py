@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from ._database import is_memory_sqlite, resolve_url
 from ._errors import ImportSourceError, InvalidItemError, UnsupportedURLError
-from ._items import encode_payload
+from ._items import check_typed_columns, describe, encode_payload
 from ._schema import KIND_ITEM
 from ._store import SessionStore
 
@@ -135,8 +135,11 @@ class SourceRow:
     problem: str | None = None
 
 
-def parse_message(message_id: int, message_data: object) -> SourceRow:
-    """Decode `message_data` as the SDK does, and check the store can keep the item as is."""
+def parse_message(
+    message_id: int, message_data: object, max_bytes: int | None = None
+) -> SourceRow:
+    """Decode `message_data` as the SDK does, and check the store can keep the item as is
+    (JSON, typed columns, and size under the target's `max_bytes`)."""
     if not isinstance(message_data, str | bytes):
         kind = type(message_data).__name__
         return SourceRow(message_id, None, f"message_data is a {kind}, not JSON text")
@@ -144,11 +147,14 @@ def parse_message(message_id: int, message_data: object) -> SourceRow:
         item = json.loads(message_data)
     except json.JSONDecodeError as exc:
         return SourceRow(message_id, None, f"message_data is not valid JSON: {exc}")
+    except RecursionError:
+        return SourceRow(message_id, None, "message_data is JSON nested too deep to decode")
     if not isinstance(item, dict):
         kind = type(item).__name__
         return SourceRow(message_id, None, f"message_data is a JSON {kind}, not an object")
     try:
-        encode_payload(item, 0)
+        encode_payload(item, 0, max_bytes)
+        check_typed_columns(describe(item, {}), 0)
     except InvalidItemError as exc:
         return SourceRow(message_id, None, f"the item cannot be stored: {exc}")
     return SourceRow(message_id, item)
@@ -216,8 +222,11 @@ class SdkSource:
         async with self.reading() as conn:
             return [int(message_id) for message_id in (await conn.execute(query)).scalars()]
 
-    async def read(self, session_id: str, ids: Sequence[int]) -> list[SourceRow]:
-        """The messages `ids` (one page), parsed, in the order given; vanished ones are left out."""
+    async def read(
+        self, session_id: str, ids: Sequence[int], max_bytes: int | None = None
+    ) -> list[SourceRow]:
+        """The messages `ids` (one page), parsed, in the order given; vanished ones are left
+        out; items above `max_bytes` are refused like unparseable ones."""
         m = self.messages
         query = sa.select(m.c.id, m.c.message_data).where(
             m.c.session_id == session_id, m.c.id.in_(list(ids))
@@ -225,14 +234,18 @@ class SdkSource:
         async with self.reading() as conn:
             data = {int(message_id): value for message_id, value in await conn.execute(query)}
         return [
-            parse_message(message_id, data[message_id]) for message_id in ids if message_id in data
+            parse_message(message_id, data[message_id], max_bytes)
+            for message_id in ids
+            if message_id in data
         ]
 
-    async def pages(self, session_id: str, ids: Sequence[int]) -> AsyncIterator[_Page]:
+    async def pages(
+        self, session_id: str, ids: Sequence[int], max_bytes: int | None = None
+    ) -> AsyncIterator[_Page]:
         """The messages `ids`, PAGE_ROWS at a time, each with the ids still to come."""
         for start in range(0, len(ids), PAGE_ROWS):
             end = start + PAGE_ROWS
-            yield _Page(await self.read(session_id, ids[start:end]), ids[end:])
+            yield _Page(await self.read(session_id, ids[start:end], max_bytes), ids[end:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,7 +487,7 @@ class _SessionRun:
             return None
         pending = iter(expected)
         want = next(pending)
-        async for page in self.source.pages(self.session_id, ids):
+        async for page in self.source.pages(self.session_id, ids, self.store.max_item_bytes):
             for index, row in enumerate(page.rows):
                 if row.item is None:
                     continue
@@ -492,7 +505,7 @@ class _SessionRun:
 
     async def run(self, ids: list[int], tick: Callable[[int], None]) -> None:
         """Append the messages `ids` page by page, recording progress after each page."""
-        async for page in self.source.pages(self.session_id, ids):
+        async for page in self.source.pages(self.session_id, ids, self.store.max_item_bytes):
             items = self.count(page)
             target_seq = self.marker.target_seq
             if items and not self.dry_run:

@@ -7,6 +7,7 @@ A drop-in for the SDK's SQLiteSession / SQLAlchemySession:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from agents.memory.session_settings import (
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ... import SessionStore, StoreUnavailableError, check_session_id
+from ... import SessionStore, StoreUnavailableError, check_session_id, item_list
 from ._observer import watch_runs
 from ._tracking import track_load, track_save
 
@@ -128,17 +129,18 @@ class SQLSession:
         If the database goes away and the outcome is unknown, it retries once with the
         batch's idempotency token: the items are stored exactly once either way.
         """
+        batch = item_list(items)  # read once: a retry must send the same items
         try:
-            await self._append(items, None)
+            await self._append(batch, None)
         except StoreUnavailableError as error:
             if error.outcome_known or error.token is None:
                 raise
-            await self._append(items, error.token)
-        track_save(self.session_id, id(self.store), len(items))
-        if self.manager is not None and items:
+            await self._append(batch, error.token)
+        track_save(self.session_id, id(self.store), len(batch))
+        if self.manager is not None and batch:
             await self.manager.maybe_compact(self.session_id)
 
-    async def _append(self, items: list[TResponseInputItem], token: str | None) -> None:
+    async def _append(self, items: Sequence[Mapping[str, Any]], token: str | None) -> None:
         if self.manager is None:
             await self.store.append(self.session_id, items, token=token)
         else:
