@@ -135,9 +135,7 @@ class SourceRow:
     problem: str | None = None
 
 
-def parse_message(
-    message_id: int, message_data: object, max_bytes: int | None = None
-) -> SourceRow:
+def parse_message(message_id: int, message_data: object, max_bytes: int | None = None) -> SourceRow:
     """Decode `message_data` as the SDK does, and check the store can keep the item as is
     (JSON, typed columns, and size under the target's `max_bytes`)."""
     if not isinstance(message_data, str | bytes):

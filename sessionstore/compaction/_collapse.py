@@ -6,10 +6,13 @@ push out the facts that matter; dropped, the summary no longer says which orders
 up. One line per template with its numbers as ranges ("Order 7000-7039 has shipped.") keeps
 both. A line collapsed in an earlier round merges with this round's lines of its template,
 so a rolling summary keeps one line per template however many rounds it goes through.
+A progression (one number counting up: steps 1, 2, ... 212) also says what comes next,
+"(212 times; next: 213)", so the summary reads as progress, not as a stale last request.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -19,7 +22,7 @@ __all__ = ["collapse_lines", "is_templated", "number_ranges", "routine", "templa
 _RUN: Final = r"\d+(?:-\d+)?"
 # A number, or a list of numbers and ranges that an earlier collapse wrote ("1-3, 7, 9-12").
 _SLOT: Final = re.compile(rf"(?<![\w.]){_RUN}(?:, {_RUN})*(?:, … \d+ more, {_RUN})?(?![\w.]*\d)")
-_TIMES: Final = re.compile(r" \((\d+) times\)$")
+_TIMES: Final = re.compile(r" \((\d+) times(?:; next: \d+)?\)$")
 _MIN_REPEATS: Final = 3  # two similar lines are a coincidence, three are a template
 _MAX_VALUES: Final = 60  # ranges listed per slot before the rest are counted, not named
 _ELLIPSIS: Final = "…"
@@ -69,6 +72,7 @@ def _merge(lines: Sequence[str]) -> str:
     parts = _SLOT.split(bodies[0])
     text = parts[0]
     shown: set[tuple[str, ...]] = set()
+    after: int | None = None
     for slot, tail in zip(slots, parts[1:], strict=True):
         if slot not in varying:
             text += slot[0]
@@ -77,10 +81,21 @@ def _merge(lines: Sequence[str]) -> str:
         elif slot in shown:  # one number, repeated in the line ({"id": 7}: {"id": 7})
             text += _ELLIPSIS
         else:
-            text += number_ranges([value for written in slot for value in _values(written)])
+            values = [value for written in slot for value in _values(written)]
+            text += number_ranges(values)
+            after = _next(values) if len(varying) == 1 else None
             shown.add(slot)
         text += tail
-    return f"{text} ({sum(_times(line) for line in lines)} times)"
+    times = sum(_times(line) for line in lines)
+    return f"{text} ({times} times; next: {after})" if after else f"{text} ({times} times)"
+
+
+def _next(values: Sequence[int]) -> int | None:
+    """The step after a progression: one number counting up from 0 or 1 without a gap, in
+    line order ("Continue with step 1-212" was done, 213 comes next); None for any other
+    pattern (ids looked up one after another, orders 7000-7039, are not steps)."""
+    ordered = all(b == a + 1 for a, b in itertools.pairwise(values))
+    return values[-1] + 1 if ordered and values[0] <= 1 else None
 
 
 def is_templated(line: str) -> bool:

@@ -23,6 +23,7 @@ from ._collapse import collapse_lines, routine, templates_of
 from ._marker import SUMMARY_LINE
 from ._prompts import Entry, transcript_entries
 from ._summarizer import SummaryRequest, SummaryResult
+from ._supersede import superseding
 
 __all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
 
@@ -693,6 +694,33 @@ class _Reader:
 # ---------------------------------------------------------------- merging and rendering
 
 
+def _stated(entries: Sequence[Entry]) -> list[str]:
+    """The participants' sentences, oldest first (tool output states nothing here)."""
+    return [
+        sentence
+        for entry in entries
+        if entry.kind == "message" and not _is_summary(entry)
+        for sentence in _sentences(entry.text)
+    ]
+
+
+def stated_sentences(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the participants said in `items`, sentence by sentence: what can supersede a fact."""
+    return _stated(transcript_entries(items))
+
+
+def _current(prior: Sequence[_Fact], statements: Sequence[str]) -> list[_Fact]:
+    """The prior summary's facts, each one the conversation has since superseded replaced
+    by the statement that superseded it, filed as the same kind."""
+    current = []
+    for fact in prior:
+        newer = None
+        if fact.kind not in ("entity", "tool", "pinned") and statements:
+            newer = superseding(fact.text, statements)
+        current.append(fact if newer is None else _Fact(fact.kind, newer))
+    return current
+
+
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
@@ -876,7 +904,16 @@ class ExtractiveSummarizer:
             demoted.read_text(prior.request, 0, weak=False, user=True)
             prior.facts.extend(demoted.facts)
         pinned = [_Fact("pinned", _squash(key)) for key in request.keep_keys if key.strip()]
-        return _dedupe([*pinned, *prior.facts, *reader.facts]), request_text
+        carried = _current(prior.facts, [*_stated(entries), *stated_sentences(request.kept)])
+        facts = _dedupe([*pinned, *carried, *reader.facts])
+        bodies = [fact.body() for fact in facts]
+        if request_text and routine(request_text, templates_of([*bodies, request_text])):
+            # "Continue with step 212" is progress, not a request to remember as the latest:
+            # it joins its template's line, which says what was done and what comes next.
+            demoted = _Reader([])
+            demoted.read_text(request_text, len(entries), weak=False, user=True)
+            return _dedupe([*facts, *demoted.facts]), None
+        return facts, request_text
 
     def _fit(
         self, layout: _Layout, facts: list[_Fact], request: str | None, max_tokens: int

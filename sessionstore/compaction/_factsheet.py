@@ -4,18 +4,20 @@ Any summarizer, an LLM above all, can drop a fact of the prior summary while rew
 and a dropped fact never comes back. After each round the prior summary's standing facts
 (pinned facts, goals, constraints, preferences, decisions and the identifiers it names) are
 looked for in the new summary; each one missing is re-inserted, as written, under
-"Carried facts" while the summary's token allowance allows, and the compaction event says
-which came back and how many did not fit.
+"Carried facts" while the summary's token allowance allows, unless the summarized part of the
+conversation superseded it (_supersede.py); the compaction event says which came back, which
+were superseded and how many did not fit.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from ._extractive import CARRIED_TITLE, SheetLine, summary_facts
+from ._extractive import CARRIED_TITLE, SheetLine, stated_sentences, summary_facts
+from ._supersede import superseding
 
 __all__ = ["Carried", "carry_forward", "is_kept", "standing_facts"]
 
@@ -34,6 +36,7 @@ class Carried:
     checked: int  # standing facts of the prior summary
     reinserted: tuple[SheetLine, ...]  # dropped by the summarizer, put back
     left_out: tuple[SheetLine, ...]  # dropped and too long to put back within the allowance
+    superseded: tuple[SheetLine, ...] = ()  # dropped because the conversation replaced them
 
 
 def standing_facts(prior: str | None) -> list[SheetLine]:
@@ -76,13 +79,23 @@ def _still_standing(fact: SheetLine, summary: str, sheet: Sequence[SheetLine]) -
 
 
 def carry_forward(
-    prior: str | None, summary: str, count: Callable[[str], int], max_tokens: int
+    prior: str | None,
+    summary: str,
+    count: Callable[[str], int],
+    max_tokens: int,
+    summarized: Sequence[Mapping[str, Any]] = (),
 ) -> Carried:
     """`summary` with every standing fact of `prior` it dropped re-inserted while the
-    result's `count` stays within `max_tokens`."""
+    result's `count` stays within `max_tokens`; a fact that something said in the
+    `summarized` items supersedes is left out on purpose."""
     facts = standing_facts(prior)
     sheet = standing_facts(summary) if facts else []
-    missing = [fact for fact in facts if not _still_standing(fact, summary, sheet)]
+    dropped = [fact for fact in facts if not _still_standing(fact, summary, sheet)]
+    said = stated_sentences(summarized) if dropped else []
+    superseded = [
+        fact for fact in dropped if fact.kind != "entity" and superseding(fact.text, said)
+    ]
+    missing = [fact for fact in dropped if fact not in superseded]
     reinserted: list[SheetLine] = []
     left_out: list[SheetLine] = []
     misfits = 0
@@ -95,7 +108,7 @@ def carry_forward(
             misfits += 1
             left_out.append(fact)
     text = _with_lines(summary, reinserted) if reinserted else summary
-    return Carried(text, len(facts), tuple(reinserted), tuple(left_out))
+    return Carried(text, len(facts), tuple(reinserted), tuple(left_out), tuple(superseded))
 
 
 def _with_lines(summary: str, facts: Sequence[SheetLine]) -> str:

@@ -573,6 +573,7 @@ class CompactionManager:
         strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
         prior = _prior_text(plan.prior_summary)
         units = self._within_input_window(session_id, list(plan.remainder), prior, events)
+        kept = [item for unit in [*plan.pinned, *plan.kept] for item in unit.items]
         too_long = 0
         trims = 0
         while True:
@@ -583,12 +584,19 @@ class CompactionManager:
                 instructions=strategy.prompt,
                 max_tokens=max_tokens,
                 keep_keys=self.policy.keep_keys,
+                kept=kept,
             )
             try:
                 result = await self.summarizer.summarize(request)
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
-                carried = carry_forward(prior, result.text, self.estimator.count_text, max_tokens)
+                carried = carry_forward(
+                    prior,
+                    result.text,
+                    self.estimator.count_text,
+                    max_tokens,
+                    [*request.items, *request.kept],
+                )
                 if carried.checked:
                     events.append(_carried_event(session_id, carried))
                 return _Summary(carried.text, strategy.name, None, events)
@@ -779,7 +787,8 @@ class CompactionManager:
 
 def _carried_event(session_id: str, carried: Carried) -> Event:
     """`compact.facts_carried`: how many standing facts the new summary had to keep, which
-    ones the summarizer dropped and were put back, and how many did not fit."""
+    ones the summarizer dropped and were put back, which the conversation superseded (not
+    put back), and how many did not fit."""
     return Event(
         "compact.facts_carried",
         session_id,
@@ -790,6 +799,8 @@ def _carried_event(session_id: str, carried: Carried) -> Event:
             "reinserted_facts": [fact.line for fact in carried.reinserted],
             "left_out": len(carried.left_out),
             "left_out_kinds": sorted({fact.kind for fact in carried.left_out}),
+            "superseded": len(carried.superseded),
+            "superseded_facts": [fact.line for fact in carried.superseded],
         },
     )
 

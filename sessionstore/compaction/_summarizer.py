@@ -23,6 +23,9 @@ class SummaryRequest:
     instructions: str  # the strategy's prompt template
     max_tokens: int  # the summary must fit in this many tokens
     keep_keys: Sequence[str] = field(default_factory=tuple)  # facts to carry verbatim
+    # The items that stay verbatim after the summary (recent turns, user messages): the
+    # summary need not repeat them, and a statement among them can supersede a prior fact.
+    kept: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,28 @@ def test_a_line_collapsed_in_an_earlier_round_absorbs_this_rounds_lines() -> Non
     lines = [earlier, "Goal: ship.", "done: step 213", "done: step 214"]
     assert collapse_lines(lines) == ["done: step 1-215 (215 times)", "Goal: ship."]
     # Two rounds' collapses merge, and a template seen twice in all is still no template.
-    assert collapse_lines(["Fact 0-3. (4 times)", "Fact 4-7. (4 times)"]) == ["Fact 0-7. (8 times)"]
+    assert collapse_lines(["Fact 0-3. (4 times)", "Fact 4-7. (4 times)"]) == [
+        "Fact 0-7. (8 times; next: 8)"
+    ]
     assert collapse_lines(["Step 1 done.", "Step 2 done."]) == ["Step 1 done.", "Step 2 done."]
+
+
+def test_a_progression_says_what_comes_next_and_nothing_else_does() -> None:
+    steps = [f"Continue with step {step}: check item 17." for step in range(1, 213)]
+    (line,) = collapse_lines(steps)
+    assert line == "Continue with step 1-212: check item 17. (212 times; next: 213)"
+    assert collapse_lines([line, "Continue with step 213: check item 17."]) == [
+        "Continue with step 1-213: check item 17. (213 times; next: 214)"
+    ]
+    # Ids looked up one after another, a gap, or steps out of order are not progressions.
+    orders = [f"Order {order} has shipped." for order in range(7000, 7040)]
+    assert collapse_lines(orders) == ["Order 7000-7039 has shipped. (40 times)"]
+    assert collapse_lines(["Step 1 done.", "Step 2 done.", "Step 4 done."]) == [
+        "Step 1-2, 4 done. (3 times)"
+    ]
+    assert collapse_lines(["Step 2 done.", "Step 1 done.", "Step 3 done."]) == [
+        "Step 1-3 done. (3 times)"
+    ]
 
 
 def test_when_several_numbers_vary_they_stay_aligned_line_by_line() -> None:

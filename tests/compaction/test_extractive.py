@@ -250,7 +250,9 @@ def test_planted_facts_survive_five_rounds(strategy: str, seed: int) -> None:
     assert summary is not None
     missing = [key for _, key in PLANTED if key not in summary]
     assert missing == []
-    assert latest_request(summary) == "Round 4: keep going."
+    # The rounds' requests are progress, said once with what comes next, not a stale request.
+    assert latest_request(summary) is None
+    assert "Round 0-4: keep going. (5 times; next: 5)" in summary
 
 
 def section(text: str, title: str) -> str:
@@ -410,7 +412,7 @@ def test_templated_lines_collapse_into_one_line_with_their_range() -> None:
         message("assistant", f"Continue with step {step}: check item 17.") for step in range(1, 213)
     ]
     text = summarize(items, "brief")
-    assert "Continue with step 1-212: check item 17. (212 times)" in text
+    assert "Continue with step 1-212: check item 17. (212 times; next: 213)" in text
     assert text.count("Continue with step") == 1
 
 
@@ -554,3 +556,21 @@ def test_routine_progress_is_evicted_before_the_facts_it_outnumbers() -> None:
     text = summarize(routine(3000), "brief", prior=prior, max_tokens=budget)
     assert "7697" in text and "XX69334" in text, text
     assert ESTIMATOR.count_text(text) <= budget
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_superseded_fact_gives_way_to_the_statement_that_superseded_it(strategy: str) -> None:
+    first = summarize(
+        [
+            user("Policy reminder: refunds above 500 EUR need manager approval."),
+            user("The dataset file is corpus-v3.parquet."),
+            user("Look up order 7013."),
+        ],
+        strategy,
+    )
+    assert "500 EUR" in first
+    retraction = "Refunds above 500 EUR no longer need manager approval; the limit is 800 EUR."
+    second = summarize([user(retraction), user("Look up order 7014.")], strategy, prior=first)
+    assert "800 EUR" in second
+    assert "need manager approval." not in second.replace(retraction, "")  # the old rule is gone
+    assert "corpus-v3.parquet" in second  # facts nobody retracted stay

@@ -115,3 +115,46 @@ async def test_an_llm_that_drops_facts_gets_them_back_every_round(
     # The model saw the repaired summary as the prior state each round.
     prompts = [json.dumps(request.body) for request in openai_server.requests]
     assert all(CONSTRAINT in prompt for prompt in prompts[1:])
+
+
+def test_a_fact_the_conversation_superseded_is_not_put_back() -> None:
+    said = [
+        {"role": "user", "content": "Refunds above 500 EUR no longer need manager approval."},
+        {"role": "assistant", "content": "Noted: refunds of any size go through."},
+    ]
+    carried = carry_forward(FIRST_SUMMARY, f"## Goals\n- {GOAL}", len, 10**6, said)
+    assert [fact.text for fact in carried.superseded] == [CONSTRAINT]
+    assert [fact.kind for fact in carried.reinserted] == ["preference", "entity"]
+    assert CONSTRAINT not in carried.text
+    # Tool output states nothing: a retraction found there does not count.
+    tool = [{"type": "function_call_output", "call_id": "c", "output": said[0]["content"]}]
+    assert carry_forward(FIRST_SUMMARY, "Nothing kept.", len, 10**6, tool).superseded == ()
+
+
+async def test_an_llm_that_drops_a_superseded_fact_is_not_corrected(
+    sqlite_url: str, openai_server: OpenAIServer
+) -> None:
+    retraction = "The approval limit for refunds changed to 800 EUR."
+    summarizer = OpenAISummarizer("follows-changes", base_url=openai_server.base_url, timeout=5)
+    async with SessionStore(sqlite_url) as store:
+        manager = CompactionManager(
+            CompactionConfig(
+                max_context_tokens=100_000,
+                policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
+                store=store,
+                summarizer=summarizer,
+            )
+        )
+        openai_server.enqueue(ok(FIRST_SUMMARY))
+        await manager.append("s", turns(4, seed=1, size=20))
+        await manager.compact("s")
+        openai_server.enqueue(ok(f"## Goals\n- {GOAL}\n## Constraints\n- {retraction}"))
+        await manager.append("s", [{"role": "user", "content": retraction}])
+        await manager.append("s", turns(2, seed=2, size=20))
+        await manager.compact("s")
+        context = "\n".join(text_of(item) for item in await store.load_context("s"))
+        (event,) = await carried_events(store)
+    assert CONSTRAINT not in context and "800 EUR" in context
+    assert event["superseded"] == 1
+    assert event["superseded_facts"] == [f"Constraint: {CONSTRAINT}"]
+    assert event["reinserted"] == 2  # the preference and the file the model also dropped
