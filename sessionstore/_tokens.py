@@ -307,6 +307,8 @@ class TiktokenEstimator(_ItemCounter):
         every item, so their counts are remembered; the cache is bounded.
         """
         if len(text) > _SHORT_TEXT:
+            if len(text) <= PIECE_CHARS:  # one piece: no generator on the append path
+                return len(self.encoding.encode_ordinary(text))
             return sum(len(self.encoding.encode_ordinary(piece)) for piece in pieces(text))
         count = self._short_counts.get(text)
         if count is None:
