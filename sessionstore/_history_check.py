@@ -197,6 +197,7 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
         head, purged = _chain_rows(
             chain_key, genesis(chain_key, session_id, int(start)), chained, findings
         )
+        head = head if chained else None  # a migrated session before its first new row
         stored_head = _bytes(session["chain_head"])
         if head != stored_head:
             findings.add(
@@ -205,6 +206,11 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
             )
     elif session["chain_head"] is not None:
         findings.add("the session has a chain head but no chain start (the session row was edited)")
+    elif rows:
+        findings.add(
+            "the session has rows but no chain start: its chain was stripped (every session "
+            "has one since migration 0009), or its rows were written around the store"
+        )
     _check_downgrade(session, rows, findings)
     _check_start(conn, session, rows, findings)
     _check_counters(session, rows, findings)
@@ -215,7 +221,13 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
             "(migration 0009); they are not covered"
         )
     keyed = session["chain_wrapped_key"] is not None
-    if keys.keyring is not None and start is not None and not keyed:
+    if keys.keyring is not None and unchained and start is not None:
+        warnings.append(
+            "a keyring is configured but rows before the chain start are not covered: only "
+            "rows written before migration 0009 should be; compare `chain_start_seq` with an "
+            "external record (docs/SECURITY.md)"
+        )
+    if keys.keyring is not None and chained and not keyed:
         warnings.append(
             "the chain is not keyed although a keyring is configured: it began before the "
             "keyring, or its key was stripped; only a keyed chain stops a forger"
@@ -275,6 +287,8 @@ def tx_checked_active(conn: Connection, session_id: str, keys: SessionKeys) -> l
     findings = _Findings()
     if session["chain_start_seq"] is not None:
         _check_chain_tail(session, rows, keys, findings)
+    elif rows:
+        findings.add("the session has rows but no chain start: its chain was stripped")
     window = [row for row in rows if row["seq"] >= start]
     _check_window_start(conn, session, rows, window, findings)
     _check_downgrade(session, window, findings)
@@ -298,6 +312,7 @@ def _check_chain_tail(
     chain_start = int(session["chain_start_seq"])
     key = keys.chains.key_of(session_id, session["chain_kek_id"], session["chain_wrapped_key"])
     chained = [row for row in rows if row["seq"] >= chain_start]
+    started = bool(chained)  # False: a migrated session with no row since its chain start
     previous = genesis(key, session_id, chain_start)
     if chained and chained[0]["seq"] < int(session["context_start_seq"]):
         before = chained.pop(0)  # outside the context: only its stored link matters
@@ -305,6 +320,7 @@ def _check_chain_tail(
     elif chained and chained[0]["seq"] != chain_start:
         findings.add(f"row {chained[0]['seq']}: the rows before it are missing")
     head, _purged = _chain_rows(key, previous, chained, findings)
+    head = head if started else None
     newest = rows[-1]["seq"] if rows else None
     if head != _bytes(session["chain_head"]) or newest != session["last_seq"]:
         findings.add(

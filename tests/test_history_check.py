@@ -103,6 +103,18 @@ EDITS: dict[str, tuple[Edit, str]] = {
         ],
         "chain head",
     ),
+    "whole chain stripped": (
+        lambda h: [
+            messages.update()
+            .where(messages.c.session_id == SID)
+            .values(digest=None, payload_digest=None),
+            messages.update().where(_row(h["last"])).values(payload=FORGED),
+            _session().values(
+                chain_head=None, chain_start_seq=None, chain_kek_id=None, chain_wrapped_key=None
+            ),
+        ],
+        "chain was stripped",
+    ),
     "context start moved back": (
         lambda h: [_session().values(context_start_seq=1)],
         "context",
@@ -368,8 +380,10 @@ async def test_an_upgraded_database_chains_from_its_next_row(fresh_db_url: str) 
     async with SessionStore(fresh_db_url, keyring=keyring) as store:
         before = await store.load_context("plain")
         report = await store.verify_history("plain")
-        assert report.ok and report.unchained == 8 and report.chain_start_seq is None
+        # The migration recorded where the chain starts: only these 8 rows can be older.
+        assert report.ok and report.unchained == 8 and report.chain_start_seq == 9
         assert "before the history chain existed" in report.warnings[0]
+        assert "keyring is configured but rows before the chain start" in report.warnings[1]
         await store.append("plain", turns(1, seed=2))
         after = await store.verify_history("plain")
         assert after.ok and after.chain_start_seq == 9 and after.keyed and after.unchained == 8
@@ -378,3 +392,20 @@ async def test_an_upgraded_database_chains_from_its_next_row(fresh_db_url: str) 
             assert (await conn.execute(query)).scalar_one() == 7
     async with SessionStore(fresh_db_url, keyring=keyring, verify_on_load=True) as checked:
         assert (await checked.load_context("plain"))[: len(before)] == before
+
+
+async def test_a_migrated_session_loads_checked_before_and_after_its_first_new_row(
+    fresh_db_url: str,
+) -> None:
+    async with SessionStore(fresh_db_url, create_tables=True) as store:
+        await store.append("old", turns(2))
+    await _migrate(fresh_db_url, "0008", down=True)
+    await _migrate(fresh_db_url, head_revision())
+    async with SessionStore(fresh_db_url, verify_on_load=True) as checked:
+        before = await checked.load_context("old")  # all rows older than the chain
+        assert len(before) == 4 and (await checked.verify_history("old")).ok
+        await checked.clear("old")
+        assert await checked.load_context("old") == []  # the context: past the one new row
+        await checked.append("old", turns(1, seed=5))
+        assert len(await checked.load_context("old")) == 2
+        assert (await checked.verify_history("old")).ok

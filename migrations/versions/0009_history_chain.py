@@ -4,7 +4,8 @@
 hash chain (sessionstore/_chain.py); `sessions.chain_head`, `chain_start_seq` and the
 wrapped chain key say where it stands. Rows written before this migration stay unchained
 (they carry no digest; `sessionstore verify` reports them as such): their digests cannot be
-made up now without vouching for content nobody checked.
+made up now without vouching for content nobody checked. Existing sessions get their chain
+start (last_seq + 1) now, so only these rows can ever pass as older than the chain.
 
 `sessions.sealed_from_seq` is the first seq sealed under the session's payload key: from it
 on, a plain row is a downgrade and is refused. Existing encrypted sessions get the seq of
@@ -41,6 +42,9 @@ def upgrade() -> None:
         op.add_column("sessions", sa.Column(name, kind(), nullable=True))
     op.add_column("messages", sa.Column("payload_digest", sa.LargeBinary(), nullable=True))
     op.add_column("messages", sa.Column("digest", sa.LargeBinary(), nullable=True))
+    # Where each existing session's chain will start: rows below it predate the chain. Every
+    # session has one from now on, so a session with rows and none was stripped.
+    op.execute("UPDATE sessions SET chain_start_seq = last_seq + 1")
     op.execute(
         "UPDATE sessions SET sealed_from_seq = COALESCE("
         "(SELECT min(m.seq) FROM messages m WHERE m.session_id = sessions.session_id "
