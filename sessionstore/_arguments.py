@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._items import is_utf8
+
 
 def check_session_id(session_id: object) -> None:
     """A session id is a str (numeric user ids are converted by the caller)."""
@@ -22,6 +24,11 @@ def check_session_id(session_id: object) -> None:
         raise ValueError(
             "session_id contains a NUL character, which PostgreSQL cannot store (and SQLite "
             "would store only there); remove it"
+        )
+    if not is_utf8(session_id):
+        raise ValueError(
+            "session_id contains a lone surrogate (half of a UTF-16 pair), which cannot be "
+            "stored as UTF-8 text; fix the id"
         )
 
 

@@ -9,6 +9,7 @@ append batch. Anything that is not a database error passes through unchanged.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from typing import Final
 
@@ -86,8 +87,25 @@ def translate(
         return DuplicateAppendError("an append batch with this idempotency token is stored")
     return StoreError(
         f"the database at {where} refused the operation ({_error_class(kind)}: "
-        f"{default_redactor().text(text)[:200]}); nothing was changed."
+        f"{default_redactor().text(_valueless(text))[:200]}); nothing was changed."
     )
+
+
+_ARGUMENT: Final = re.compile(r"(query argument \$\d+).*", re.DOTALL)
+_QUOTED: Final = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+_IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def _valueless(text: str) -> str:
+    """A driver message without the values it quotes (a bound parameter, a literal): only
+    what names a kind of failure and lower-case SQL identifiers (constraints, tables) stay."""
+    text = _ARGUMENT.sub(r"\1", text)
+
+    def quoted(match: re.Match[str]) -> str:
+        inner = match.group(1) if match.group(1) is not None else match.group(2)
+        return match.group(0) if _IDENTIFIER.fullmatch(inner) else "…"
+
+    return _QUOTED.sub(quoted, text)
 
 
 def _lost_kind(error: BaseException) -> str:

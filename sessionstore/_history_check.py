@@ -194,10 +194,10 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
         session_id, session["chain_kek_id"], session["chain_wrapped_key"]
     )
     if start is not None:
-        head, purged = _chain_rows(
+        computed, purged = _chain_rows(
             chain_key, genesis(chain_key, session_id, int(start)), chained, findings
         )
-        head = head if chained else None  # a migrated session before its first new row
+        head = computed if chained else None  # a migrated session before its first new row
         stored_head = _bytes(session["chain_head"])
         if head != stored_head:
             findings.add(
@@ -319,8 +319,8 @@ def _check_chain_tail(
         previous = previous if before["digest"] is None else bytes(before["digest"])
     elif chained and chained[0]["seq"] != chain_start:
         findings.add(f"row {chained[0]['seq']}: the rows before it are missing")
-    head, _purged = _chain_rows(key, previous, chained, findings)
-    head = head if started else None
+    computed, _purged = _chain_rows(key, previous, chained, findings)
+    head = computed if started else None
     newest = rows[-1]["seq"] if rows else None
     if head != _bytes(session["chain_head"]) or newest != session["last_seq"]:
         findings.add(

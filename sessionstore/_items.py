@@ -226,6 +226,17 @@ _TYPED_SOURCES: Final = {
 }
 
 
+def is_utf8(text: str) -> bool:
+    """Whether `text` can be stored as UTF-8 text (no lone surrogates); O(1) for ASCII."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
     """`info`, if both backends can store it: no NUL in a typed column, none too wide.
 
@@ -241,6 +252,12 @@ def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
             raise InvalidItemError(
                 f"item #{index} field {source} contains a NUL character, which a text column "
                 "cannot hold (PostgreSQL refuses it); remove it. Nothing was stored."
+            )
+        if not is_utf8(value):
+            raise InvalidItemError(
+                f"item #{index} field {source} contains a lone surrogate (half of a UTF-16 "
+                "pair, e.g. from a bad decode), which a text column cannot hold as UTF-8; "
+                "fix the text. Nothing was stored."
             )
         width = _TYPED_WIDTHS.get(column)
         if width is not None and len(value) > width:

@@ -52,6 +52,12 @@ ITEM_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("NUL in a typed field", lambda: [{"role": "us\x00er"}], InvalidItemError, "field role"),
     ("a typed field too long", lambda: [{"role": "u" * 33}], InvalidItemError, "more than its"),
     (
+        "a lone surrogate in a typed field",
+        lambda: [{"type": "function_call", "call_id": "c", "name": "x\udc00"}],
+        InvalidItemError,
+        "field name contains a lone surrogate",
+    ),
+    (
         "above max_item_bytes",
         lambda: [{"role": "user", "content": "ok"}, {"role": "tool", "content": "x" * 50_000}],
         InvalidItemError,
@@ -132,6 +138,7 @@ ARGUMENT_CASES: list[tuple[str, Callable[[SessionStore], Awaitable[Any]], type[E
     ("protected='no'", lambda s: s.append("s", BEFORE, protected="no"), TypeError, "protected"),  # type: ignore[arg-type]
     ("negative list limit", lambda s: s.list_sessions(limit=-1), ValueError, "limit must be >= 0"),
     ("NUL in a session id", lambda s: s.append("a\x00b", BEFORE), ValueError, "NUL character"),
+    ("a lone surrogate in a session id", lambda s: s.append("a\ud800", BEFORE), ValueError, "lone"),
     (
         "an int metadata key",
         lambda s: s.merge_session_metadata("s", {3: "x"}),  # type: ignore[dict-item]

@@ -51,6 +51,8 @@ BAD_ITEMS: list[dict[str, Any]] = [
     {KEY: {1: KEY}},  # a secret key (the field path) with an int key below it
     {"role": "user", "content": [{"text": KEY, "extra": {KEY}}]},
     {"role": "user", f"password={PASSWORD}": Unserializable()},
+    {"role": f"u\udc00{KEY}", "content": "x"},  # PostgreSQL quoted the bound value
+    {"type": "function_call", "call_id": KEY, "name": f"x\ud800{KEY}"},
 ]
 
 
