@@ -7,11 +7,11 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TextIO
 
 import asyncpg
 import sqlalchemy as sa
@@ -49,13 +49,57 @@ from ._text import json_text, shown
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored text is wrapped or cut
 
 
+_OUTPUT_NOTE: Final = "sessionstore: writing the output failed"
+
+
+class _Output:
+    """stdout or stderr as rich writes to it, looked up at each write (tests swap them);
+    a failed write is marked as the output's, so it is not reported as the database's."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    @property
+    def _stream(self) -> TextIO:
+        return sys.stderr if self._stderr else sys.stdout
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            error.add_note(_OUTPUT_NOTE)
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            error.add_note(_OUTPUT_NOTE)
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _PipeConsole(Console):
+    """Rich's console, except that a reader gone away (`| head -1`) is a BrokenPipeError
+    for quiet_on_closed_pipe to end with exit 0, not rich's own exit 1 (read as "failed")."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _console(stderr: bool = False) -> Console:
     """The terminal's console; for a pipe or a file, one that never wraps, cuts or colours
     (`events | grep` must see whole events). Nothing is auto-highlighted: output is data."""
     if (sys.stderr if stderr else sys.stdout).isatty():
-        return Console(stderr=stderr, highlight=False)
-    return Console(
-        stderr=stderr,
+        return _PipeConsole(file=_Output(stderr), highlight=False)  # type: ignore[arg-type]
+    return _PipeConsole(
+        file=_Output(stderr),  # type: ignore[arg-type]
         width=_UNWRAPPED_WIDTH,
         color_system=None,
         highlight=False,
@@ -240,6 +284,11 @@ def user_errors() -> Iterator[None]:
         with quiet_on_closed_pipe():
             yield
     except Exception as error:
+        if _OUTPUT_NOTE in getattr(error, "__notes__", ()):
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            with suppress(OSError):
+                print(f"error: cannot write the output: {reason}", file=sys.stderr)
+            raise typer.Exit(EXIT_FAILED) from None
         outcome = outcome_of(error)
         if outcome is None:
             raise

@@ -138,6 +138,33 @@ def test_a_closed_pipe_ends_quietly(seeded: str, tmp_path: Path) -> None:
     assert completed.stderr == "" and len(completed.stdout.splitlines()) == 1
 
 
+def test_a_closed_pipe_or_a_full_disk_during_a_line_by_line_listing(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """`verify` prints a line per session as it goes: rich's own broken-pipe exit 1 must
+    not leak out, and a full disk is the output's failure, not the database's."""
+
+    async def many() -> None:
+        async with SessionStore(sqlite_url, create_tables=True) as store:
+            for n in range(1_500):
+                await store.append(f"s{n}", [{"role": "user", "content": "x"}])
+
+    asyncio.run(many())
+    command = f"{shlex.quote(sys.executable)} -m sessionstore.cli verify --url {sqlite_url}"
+    for shell, code, stderr in (
+        (f"{command} | head -1", 0, ""),
+        (f"{command} > /dev/full", 1, "error: cannot write the output: No space left on device\n"),
+    ):
+        completed = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", shell],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert (completed.returncode, completed.stderr) == (code, stderr), shell
+
+
 async def _append(url: str, session_id: str, count: int = 1) -> None:
     async with SessionStore(url) as store:
         items = [{"role": "user", "content": f"line {n}"} for n in range(count)]
