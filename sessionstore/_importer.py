@@ -16,6 +16,7 @@ recognised and kept, never appended twice.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -66,7 +67,10 @@ class SessionImport:
     status: Status = "up_to_date"
     imported: int = 0  # items appended by this run (a dry run: would append)
     skipped: int = 0  # source messages this run could not import (see problems)
-    already_present: int = 0  # source messages earlier runs took (imported or skipped)
+    already_present: int = 0  # source messages earlier runs imported
+    # Source messages an earlier run skipped: not in the target, and never appended later
+    # (that would put them out of order); fixing them takes a fresh import of the session.
+    skipped_before: tuple[int, ...] = ()
     recovered: int = 0  # items an interrupted run appended, recognised and recorded now
     tokens: int = 0  # tokens of the items this run imported, as the store counts them
     reason: str | None = None  # why the session was refused or not found
@@ -74,8 +78,12 @@ class SessionImport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing was refused and no message was skipped."""
-        return self.status not in ("refused", "not_found") and not self.problems
+        """True when nothing was refused and no message was skipped, now or before."""
+        return (
+            self.status not in ("refused", "not_found")
+            and not self.problems
+            and not self.skipped_before
+        )
 
 
 @dataclass(slots=True)
@@ -135,6 +143,10 @@ class SourceRow:
     problem: str | None = None
 
 
+# An append's error ends by saying nothing was stored; an import stores the other rows.
+_NOTHING_STORED: Final = re.compile(r"[;.]? [Nn]othing was stored\.?$")
+
+
 def parse_message(message_id: int, message_data: object, max_bytes: int | None = None) -> SourceRow:
     """Decode `message_data` as the SDK does, and check the store can keep the item as is
     (JSON, typed columns, and size under the target's `max_bytes`)."""
@@ -154,7 +166,8 @@ def parse_message(message_id: int, message_data: object, max_bytes: int | None =
         encode_payload(item, 0, max_bytes)
         check_typed_columns(describe(item, {}), 0)
     except InvalidItemError as exc:
-        return SourceRow(message_id, None, f"the item cannot be stored: {exc}")
+        reason = _NOTHING_STORED.sub("", str(exc).replace("item #0 ", "", 1))
+        return SourceRow(message_id, None, f"the item cannot be stored: {reason}")
     return SourceRow(message_id, item)
 
 
@@ -546,7 +559,8 @@ async def _import_session(
         result.status = "refused"
         result.reason = _source_changed(present, marker.source_rows)
         return result
-    result.already_present = present
+    result.skipped_before = marker.skipped
+    result.already_present = present - len(marker.skipped)
     tick(present)
     ids = await source.new_ids(session_id, marker)
     if not ids:

@@ -274,7 +274,9 @@ async def test_unparseable_rows_are_reported_and_never_half_written(
     assert "cannot be stored" in reasons[2] and "NaN" not in " ".join(reasons[:2])
     assert await SQLSession("alice", store).get_items() == good
     again = await import_sdk_sessions(str(sqlite_sdk_path), store)
-    assert again.ok and session(again, "alice").already_present == 6
+    entry = session(again, "alice")
+    assert (entry.imported, entry.already_present, entry.skipped_before) == (0, 3, (2, 3, 4))
+    assert not again.ok  # the skipped rows are still missing from the target
     metadata = await store.session_metadata("alice")
     assert metadata is not None and metadata[IMPORT_KEY]["skipped"] == [2, 3, 4]
     sdk.close()

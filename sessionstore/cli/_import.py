@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,6 +39,7 @@ from ._common import (
 from ._text import shown
 
 _NOTE_PROBLEMS = 2  # problems spelled out per session in the table (--json has them all)
+_NOTE_IDS: Final = 10  # ids of messages an earlier run skipped, named in a note
 
 
 def import_sessions(
@@ -142,6 +143,14 @@ def _notes(session: SessionImport) -> list[str]:
     notes += [f"message {p.message_id}: {p.reason}" for p in session.problems[:_NOTE_PROBLEMS]]
     if len(session.problems) > _NOTE_PROBLEMS:
         notes.append(f"... and {len(session.problems) - _NOTE_PROBLEMS} more (see --json)")
+    if session.skipped_before:
+        ids = ", ".join(map(str, session.skipped_before[:_NOTE_IDS]))
+        more = ", ..." if len(session.skipped_before) > _NOTE_IDS else ""
+        notes.append(
+            f"{len(session.skipped_before)} message(s) an earlier run skipped ({ids}{more}) are "
+            "not in the target and cannot be appended out of order: fix them (or raise "
+            "max_item_bytes), delete the target session and import again"
+        )
     if session.recovered:
         notes.append(f"{session.recovered} item(s) an interrupted run appended were recognised")
     return notes
@@ -170,11 +179,14 @@ def _print(report: ImportReport) -> None:
             console.print(shown(f"{session.session_id}: {note}"))
     verb = "Would import" if report.dry_run else "Imported"
     refused = sum(1 for session in report.sessions if session.status in ("refused", "not_found"))
+    earlier = sum(len(session.skipped_before) for session in report.sessions)
     console.print(
         shown(
             f"{verb} {report.total('imported'):,} item(s) ({report.total('tokens'):,} tokens) "
             f"from {len(report.sessions)} session(s) into {report.target}; "
             f"{report.total('already_present'):,} already present, "
-            f"{report.total('skipped'):,} skipped, {refused} session(s) refused or not found."
+            f"{report.total('skipped'):,} skipped"
+            + (f" ({earlier:,} by an earlier run)" if earlier else "")
+            + f", {refused} session(s) refused or not found."
         )
     )

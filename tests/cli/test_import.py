@@ -157,7 +157,15 @@ def test_skipped_rows_are_reported_with_exit_1(sdk_file: Path, sqlite_url: str) 
     sdk_view = asyncio.run(sdk_items(sdk_file, "bob"))
     assert sdk_view[2:] == [[], 7]
     assert asyncio.run(stored(sqlite_url, "bob"))[0] == sdk_view[:2]
-    assert run_import(str(sdk_file), "--url", sqlite_url).exit_code == 0  # recorded: not again
+    # A re-run imports nothing twice, and keeps saying the skipped rows are not there.
+    again = run_import(str(sdk_file), "--url", sqlite_url)
+    assert again.exit_code == 1, again.output
+    assert says(
+        again, "bob: 3 message(s) an earlier run skipped (11, 12, 13) are not in the target"
+    )
+    assert says(again, "delete the target session and import again")
+    assert says(again, "0 skipped (3 by an earlier run)")
+    assert asyncio.run(stored(sqlite_url, "bob"))[0] == sdk_view[:2]
 
 
 def test_a_session_with_other_items_is_refused_unless_asked(
