@@ -17,14 +17,26 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["collapse_lines", "is_templated", "number_ranges", "routine", "templates_of"]
+__all__ = [
+    "collapse_lines",
+    "is_progress",
+    "is_templated",
+    "number_ranges",
+    "routine",
+    "templates_of",
+]
 
 _RUN: Final = r"\d+(?:-\d+)?"
 # A number, or a list of numbers and ranges that an earlier collapse wrote ("1-3, 7, 9-12").
-_SLOT: Final = re.compile(rf"(?<![\w.]){_RUN}(?:, {_RUN})*(?:, … \d+ more, {_RUN})?(?![\w.]*\d)")
+# ... or the aligned list of an earlier collapse where several numbers varied ("{0, 6, 12}").
+_SLOT: Final = re.compile(
+    rf"\{{(?:{_RUN}|…)(?:, (?:{_RUN}|…))*\}}"
+    rf"|(?<![\w.]){_RUN}(?:, {_RUN})*(?:, … \d+ more, {_RUN})?(?![\w.]*\d)"
+)
 _TIMES: Final = re.compile(r" \((\d+) times(?:; next: \d+)?\)$")
 _MIN_REPEATS: Final = 3  # two similar lines are a coincidence, three are a template
 _MAX_VALUES: Final = 60  # ranges listed per slot before the rest are counted, not named
+_MAX_ALIGNED: Final = 12  # values listed per aligned slot: the first 2 and the newest 9
 _ELLIPSIS: Final = "…"
 
 
@@ -77,7 +89,7 @@ def _merge(lines: Sequence[str]) -> str:
         if slot not in varying:
             text += slot[0]
         elif len(varying) > 1:
-            text += "{" + ", ".join(slot) + "}"
+            text += "{" + ", ".join(_capped(_members(slot))) + "}"
         elif slot in shown:  # one number, repeated in the line ({"id": 7}: {"id": 7})
             text += _ELLIPSIS
         else:
@@ -96,6 +108,34 @@ def _next(values: Sequence[int]) -> int | None:
     pattern (ids looked up one after another, orders 7000-7039, are not steps)."""
     ordered = all(b == a + 1 for a, b in itertools.pairwise(values))
     return values[-1] + 1 if ordered and values[0] <= 1 else None
+
+
+def _members(slot: Sequence[str]) -> list[str]:
+    """A varying slot's values in line order, an earlier collapse's list flattened ("…",
+    values it no longer names, is dropped alike in every slot, so they stay aligned)."""
+    members: list[str] = []
+    for written in slot:
+        if written.startswith("{"):
+            members += [
+                v.strip() for v in written[1:-1].split(",") if v.strip() not in ("", _ELLIPSIS)
+            ]
+        else:
+            members.append(written)
+    return members
+
+
+def _capped(members: list[str]) -> list[str]:
+    """At most _MAX_ALIGNED values: the first two and the newest ones, "…" between."""
+    if len(members) <= _MAX_ALIGNED:
+        return members
+    return [*members[:2], _ELLIPSIS, *members[-(_MAX_ALIGNED - 3) :]]
+
+
+def is_progress(line: str) -> bool:
+    """A collapsed progression ("(212 times; next: 213)"): the state of the work, kept like
+    the facts, not evicted with the routine lines it replaced."""
+    match = _TIMES.search(line)
+    return match is not None and "; next: " in match.group(0)
 
 
 def is_templated(line: str) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .._tokens import TokenEstimator, estimator_for_model
-from ._collapse import collapse_lines, routine, templates_of
+from ._collapse import collapse_lines, is_progress, routine, templates_of
 from ._marker import SUMMARY_LINE
 from ._prompts import Entry, transcript_entries
 from ._summarizer import SummaryRequest, SummaryResult
@@ -927,7 +927,7 @@ class ExtractiveSummarizer:
         dropped: set[int] = set()
         salience = _salience(facts)
         counts = templates_of([fact.body() for fact in facts])
-        routines = [routine(fact.body(), counts) for fact in facts]
+        routines = [routine(fact.body(), counts) and not is_progress(fact.body()) for fact in facts]
         order = sorted(
             range(len(facts)),
             key=lambda i: _drop_order(facts[i], salience[i], i, routines[i]),

@@ -277,7 +277,9 @@ def fit(
     the summary's token allowance (what the summarizer gets as max_tokens).
     """
     turns, pairs = policy.keep_recent_turns, policy.keep_tool_io_pairs
-    user_budget = policy.recent_user_token_budget
+    # At most a quarter of the target: in a small window, user messages kept verbatim would
+    # fill it, and every compaction would free a few tokens and run again a turn later.
+    user_budget = min(policy.recent_user_token_budget, target // 4)
     allowance = policy.summary_allowance(ceiling)  # scales with the usable window
     reductions: list[str] = []
     while True:

@@ -93,3 +93,16 @@ def test_a_progression_says_what_comes_next_and_nothing_else_does() -> None:
 def test_when_several_numbers_vary_they_stay_aligned_line_by_line() -> None:
     lines = [f"Step {step}: latency is {ms} ms." for step, ms in ((0, 120), (6, 376), (12, 438))]
     assert collapse_lines(lines) == ["Step {0, 6, 12}: latency is {120, 376, 438} ms. (3 times)"]
+
+
+def test_an_aligned_list_collapsed_again_is_flattened_and_capped() -> None:
+    lines = [f"Batch {n} matched: {3 * n} bins." for n in range(180, 200)]
+    (first,) = collapse_lines(lines)
+    assert first.count("{") == 2 and "{{" not in first
+    assert first.startswith("Batch {180, 181, …, 191,") and first.endswith("(20 times)")
+    (again,) = collapse_lines(
+        [first, "Batch 200 matched: 600 bins.", "Batch 201 matched: 603 bins."]
+    )
+    assert "{{" not in again and again.endswith("(22 times)")
+    assert "200, 201}" in again and "600, 603}" in again  # the newest pairs, still aligned
+    assert len(again) < 200

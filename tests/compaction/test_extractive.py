@@ -574,3 +574,14 @@ def test_a_superseded_fact_gives_way_to_the_statement_that_superseded_it(strateg
     assert "800 EUR" in second
     assert "need manager approval." not in second.replace(retraction, "")  # the old rule is gone
     assert "corpus-v3.parquet" in second  # facts nobody retracted stay
+
+
+def test_a_progress_line_outlives_the_routine_lines_when_the_summary_is_full() -> None:
+    items = [user("I need the quarterly ledger reconciled by March 3.")]
+    for step in range(1, 201):
+        items.append(user(f"Continue with step {step}: check item 17."))
+        items.append(message("assistant", f"Shelf {step % 7} holds crate {step * 13}."))
+    text = summarize(items, "task_state", max_tokens=160)
+    assert ESTIMATOR.count_text(text) <= 160
+    assert "(200 times; next: 201)" in text  # the state of the work stays
+    assert "March 3" in text
