@@ -182,7 +182,8 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
     seqs = [row["seq"] for row in rows]
     if len(seqs) != last:
         missing = sorted(set(range(1, last + 1)) - set(seqs))
-        findings.add(f"rows {_ranges(missing)} are missing (deleted)")
+        rows_are = "row {} is" if len(missing) == 1 else "rows {} are"
+        findings.add(f"{rows_are.format(_ranges(missing))} missing (deleted)")
     start = session["chain_start_seq"]
     unchained = [row for row in rows if start is None or row["seq"] < start]
     chained = [row for row in rows if start is not None and row["seq"] >= start]

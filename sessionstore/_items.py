@@ -169,7 +169,7 @@ def _explain(value: object, path: str, depth: int, label: str) -> None:
         for key, child in value.items():
             if not isinstance(key, str):
                 raise InvalidItemError(
-                    f"{label} field {where} has a {type(key).__name__} key; JSON "
+                    f"{label} field {where} has a key of type {type(key).__name__}; JSON "
                     "object keys are strings, so it would not come back as stored. Use "
                     "string keys; nothing was stored."
                 )

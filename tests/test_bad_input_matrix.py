@@ -45,7 +45,12 @@ ITEM_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("a string", lambda: "hello", TypeError, "items must be a list of items, got a str"),
     ("not a mapping", lambda: [[1, 2]], InvalidItemError, "not a mapping"),
     ("nested 2,000 deep", lambda: [_deep(2000)], InvalidItemError, "nested more than 256"),
-    ("an int dict key", lambda: [{"role": "user", "meta": {7: "x"}}], InvalidItemError, "int key"),
+    (
+        "an int dict key",
+        lambda: [{"role": "user", "meta": {7: "x"}}],
+        InvalidItemError,
+        "key of type int",
+    ),
     ("a set", lambda: [{"role": "user", "content": {1}}], InvalidItemError, "content is a set"),
     ("an object", lambda: [{"role": "user", "x": _Opaque()}], InvalidItemError, "field x"),
     ("NaN", lambda: [{"role": "user", "content": float("nan")}], InvalidItemError, "JSON"),
@@ -143,7 +148,7 @@ ARGUMENT_CASES: list[tuple[str, Callable[[SessionStore], Awaitable[Any]], type[E
         "an int metadata key",
         lambda s: s.merge_session_metadata("s", {3: "x"}),  # type: ignore[dict-item]
         InvalidItemError,
-        "int key",
+        "key of type int",
     ),
 ]
 

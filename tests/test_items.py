@@ -56,8 +56,8 @@ def test_the_deepest_allowed_nesting_round_trips() -> None:
         ({"role": "user", "content": b"bytes"}, "field content is a bytes, which JSON cannot"),
         ({"role": "user", "content": float("inf")}, "not JSON-serializable"),
         ({"role": "user", "content": [{"x": {1, 2}}]}, r"field content\[0\]\.x is a set"),
-        ({"role": "user", "meta": {7: "seven"}}, "field meta has a int key"),
-        ({1: "user"}, r"field \(root\) has a int key"),
+        ({"role": "user", "meta": {7: "seven"}}, "field meta has a key of type int"),
+        ({1: "user"}, r"field \(root\) has a key of type int"),
         (_nested(2000), "nested more than 256 levels deep"),
     ],
 )

@@ -402,7 +402,11 @@ async def test_an_append_replayed_with_its_token_is_stored_once(store: SessionSt
         (lambda s: s.list_sessions(limit=-1), ValueError, "limit must be >= 0"),
         (lambda s: s.list_sessions(offset=-1), ValueError, "offset must be >= 0"),
         (lambda s: s.merge_session_metadata("s", {"k": {1, 2}}), InvalidItemError, "k is a set"),
-        (lambda s: s.merge_session_metadata("s", {3: "x"}), InvalidItemError, "has a int key"),
+        (
+            lambda s: s.merge_session_metadata("s", {3: "x"}),
+            InvalidItemError,
+            "has a key of type int",
+        ),
         # One behaviour on both backends: what PostgreSQL's columns refuse, SQLite refuses too.
         (lambda s: s.append("s\x00t", [{"role": "u"}]), ValueError, "NUL character"),
         (lambda s: s.append("s", [{"role": "us\x00er"}]), InvalidItemError, "field role"),
