@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from ._chain import genesis, link, payload_digest
 from ._errors import HistoryTamperedError, SessionStoreError
 from ._payload_sealing import SessionKeys
+from ._ranges import runs
 from ._rows import decode_payloads, visible_in_order
 from ._schema import KIND_CARRY, KIND_CLEAR, KIND_SUMMARY, compactions, messages, sessions
 
@@ -183,7 +184,7 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
     if len(seqs) != last:
         missing = sorted(set(range(1, last + 1)) - set(seqs))
         rows_are = "row {} is" if len(missing) == 1 else "rows {} are"
-        findings.add(f"{rows_are.format(_ranges(missing))} missing (deleted)")
+        findings.add(f"{rows_are.format(', '.join(runs(missing)))} missing (deleted)")
     start = session["chain_start_seq"]
     unchained = [row for row in rows if start is None or row["seq"] < start]
     chained = [row for row in rows if start is not None and row["seq"] >= start]
@@ -259,20 +260,6 @@ def _check_downgrade(
                 f"row {row['seq']}: it is plain although the session is encrypted from seq "
                 f"{boundary} on (downgraded)"
             )
-
-
-def _ranges(seqs: Sequence[int]) -> str:
-    """1,2,3,7 -> '1-3, 7'."""
-    parts: list[str] = []
-    first = previous = seqs[0]
-    for seq in [*seqs[1:], None]:
-        if seq is not None and seq == previous + 1:
-            previous = seq
-            continue
-        parts.append(str(first) if first == previous else f"{first}-{previous}")
-        if seq is not None:
-            first = previous = seq
-    return ", ".join(parts)
 
 
 def tx_checked_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:

@@ -27,13 +27,12 @@ from sessionstore import (
 )
 from sessionstore._archive_codec import encode_archive
 from sessionstore._chain import PUBLIC_KEY, genesis, link, payload_digest
-from sessionstore._database import open_database, resolve_url
-from sessionstore._migrations import downgrade, head_revision, upgrade
+from sessionstore._migrations import head_revision
 from sessionstore._schema import archives, messages, sessions
 from sessionstore.archive import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.archives import compacted, raw_archive
-from tests.support.database import TABLES, edit_rows
+from tests.support.database import TABLES, edit_rows, migrate_to
 from tests.support.histories import turns
 
 K1 = LocalKey.generate("k1")
@@ -359,14 +358,6 @@ async def test_any_history_the_store_writes_verifies(
         assert await checked.load_context(sid) == expected
 
 
-async def _migrate(url: str, revision: str, *, down: bool = False) -> None:
-    database = open_database(resolve_url(url))
-    try:
-        await (downgrade(database, revision) if down else upgrade(database, revision))
-    finally:
-        await database.dispose()
-
-
 async def test_an_upgraded_database_chains_from_its_next_row(fresh_db_url: str) -> None:
     """Rows written before 0009 stay unchained (reported, never vouched for); the chain
     starts with the next row, and an encrypted session's boundary is its first sealed row."""
@@ -375,8 +366,8 @@ async def test_an_upgraded_database_chains_from_its_next_row(fresh_db_url: str) 
         await store.append("plain", turns(3))
     async with SessionStore(fresh_db_url, keyring=keyring, encrypt_payloads=True) as store:
         await store.append("plain", turns(1, seed=1))  # encrypted from seq 7 on
-    await _migrate(fresh_db_url, "0008", down=True)
-    await _migrate(fresh_db_url, head_revision())
+    await migrate_to(fresh_db_url, "0008", down=True)
+    await migrate_to(fresh_db_url, head_revision())
     async with SessionStore(fresh_db_url, keyring=keyring) as store:
         before = await store.load_context("plain")
         report = await store.verify_history("plain")
@@ -399,8 +390,8 @@ async def test_a_migrated_session_loads_checked_before_and_after_its_first_new_r
 ) -> None:
     async with SessionStore(fresh_db_url, create_tables=True) as store:
         await store.append("old", turns(2))
-    await _migrate(fresh_db_url, "0008", down=True)
-    await _migrate(fresh_db_url, head_revision())
+    await migrate_to(fresh_db_url, "0008", down=True)
+    await migrate_to(fresh_db_url, head_revision())
     async with SessionStore(fresh_db_url, verify_on_load=True) as checked:
         before = await checked.load_context("old")  # all rows older than the chain
         assert len(before) == 4 and (await checked.verify_history("old")).ok

@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from .._ranges import runs as integer_runs
+
 __all__ = [
     "collapse_lines",
     "is_progress",
@@ -59,16 +61,7 @@ def _times(line: str) -> int:
 
 def number_ranges(values: Sequence[int]) -> str:
     """`1-3, 7, 9-12` for [1, 2, 3, 7, 9, 10, 11, 12]: consecutive runs as ranges, in order."""
-    ordered = sorted(dict.fromkeys(values))
-    runs: list[str] = []
-    start = previous = ordered[0]
-    for value in [*ordered[1:], None]:
-        if value is not None and value == previous + 1:
-            previous = value
-            continue
-        runs.append(str(start) if start == previous else f"{start}-{previous}")
-        if value is not None:
-            start = previous = value
+    runs = integer_runs(values)
     if len(runs) > _MAX_VALUES:
         hidden = len(runs) - _MAX_VALUES
         runs = [*runs[: _MAX_VALUES - 1], f"{_ELLIPSIS} {hidden} more", runs[-1]]

@@ -21,10 +21,11 @@ from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._database import open_database, resolve_url
 from sessionstore._errors import SealedDataError
 from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
-from sessionstore._migrations import downgrade, head_revision, upgrade
+from sessionstore._migrations import head_revision
 from sessionstore._schema import archives, compactions, events, sessions
 from sessionstore.archive import read_archives
 from tests.support.archives import compacted, raw_archive, update_archive
+from tests.support.database import migrate_to
 
 K1 = LocalKey.generate("k1")
 K2 = LocalKey.generate("k2")
@@ -128,23 +129,15 @@ async def _orphan_as_before_0006(url: str, session_id: str, *, lose_events: bool
         await database.dispose()
 
 
-async def _migrate(url: str, revision: str, *, down: bool = False) -> None:
-    database = open_database(resolve_url(url))
-    try:
-        await (downgrade(database, revision) if down else upgrade(database, revision))
-    finally:
-        await database.dispose()
-
-
 async def test_migration_0006_gives_old_orphans_their_binding_back(fresh_db_url: str) -> None:
     expected: dict[str, Any] = {}
     async with SessionStore(fresh_db_url, create_tables=True, keyring=Keyring([K1])) as store:
         for seed, session_id in enumerate(("recovered", "unrecoverable", "alive")):
             expected[session_id] = await compacted(store, session_id, seed=seed)
-    await _migrate(fresh_db_url, "0005", down=True)
+    await migrate_to(fresh_db_url, "0005", down=True)
     await _orphan_as_before_0006(fresh_db_url, "recovered", lose_events=False)
     await _orphan_as_before_0006(fresh_db_url, "unrecoverable", lose_events=True)
-    await _migrate(fresh_db_url, head_revision())
+    await migrate_to(fresh_db_url, head_revision())
     async with SessionStore(fresh_db_url, keyring=Keyring([K1])) as store:
         for session_id in ("recovered", "alive"):
             (opened,) = await read_archives(store, session_id)

@@ -127,13 +127,7 @@ def test_a_closed_pipe_ends_quietly(seeded: str, tmp_path: Path) -> None:
         f"{shlex.quote(sys.executable)} -m sessionstore.cli sessions show many --history "
         f"--url {shlex.quote(seeded)} | head -1"
     )
-    completed = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", shell],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    completed = _pipeline(shell, tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == "" and len(completed.stdout.splitlines()) == 1
 
@@ -155,14 +149,19 @@ def test_a_closed_pipe_or_a_full_disk_during_a_line_by_line_listing(
         (f"{command} | head -1", 0, ""),
         (f"{command} > /dev/full", 1, "error: cannot write the output: No space left on device\n"),
     ):
-        completed = subprocess.run(
-            ["bash", "-o", "pipefail", "-c", shell],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            timeout=120,
-        )
+        completed = _pipeline(shell, tmp_path)
         assert (completed.returncode, completed.stderr) == (code, stderr), shell
+
+
+def _pipeline(shell: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A shell pipeline run as a user would (bash, pipefail: the first command's exit counts)."""
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 async def _append(url: str, session_id: str, count: int = 1) -> None:

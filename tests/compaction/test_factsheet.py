@@ -69,6 +69,18 @@ def test_dropped_facts_come_back_in_order_of_importance_while_they_fit() -> None
     assert [fact.kind for fact in tight.left_out] == ["constraint", "preference", "entity"]
 
 
+def _llm_manager(store: SessionStore, summarizer: OpenAISummarizer) -> CompactionManager:
+    """Compacts everything but the last turn with `summarizer`, whenever asked."""
+    return CompactionManager(
+        CompactionConfig(
+            max_context_tokens=100_000,
+            policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
+            store=store,
+            summarizer=summarizer,
+        )
+    )
+
+
 async def carried_events(store: SessionStore) -> list[dict[str, Any]]:
     async with store.engine.connect() as conn:
         rows = await conn.execute(
@@ -90,14 +102,7 @@ async def test_an_llm_that_drops_facts_gets_them_back_every_round(
         replies.append("## State\n" + "\n".join(["- Working through the queue.", *kept]))
     summarizer = OpenAISummarizer("drops-facts", base_url=openai_server.base_url, timeout=5)
     async with SessionStore(sqlite_url) as store:
-        manager = CompactionManager(
-            CompactionConfig(
-                max_context_tokens=100_000,
-                policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
-                store=store,
-                summarizer=summarizer,
-            )
-        )
+        manager = _llm_manager(store, summarizer)
         for round_number, reply in enumerate(replies):
             openai_server.enqueue(ok(reply))
             await manager.append("s", turns(4, seed=round_number, size=20))
@@ -137,14 +142,7 @@ async def test_an_llm_that_drops_a_superseded_fact_is_not_corrected(
     retraction = "The approval limit for refunds changed to 800 EUR."
     summarizer = OpenAISummarizer("follows-changes", base_url=openai_server.base_url, timeout=5)
     async with SessionStore(sqlite_url) as store:
-        manager = CompactionManager(
-            CompactionConfig(
-                max_context_tokens=100_000,
-                policy=CompactionPolicy(keep_recent_turns=1, keep_tool_io_pairs=0),
-                store=store,
-                summarizer=summarizer,
-            )
-        )
+        manager = _llm_manager(store, summarizer)
         openai_server.enqueue(ok(FIRST_SUMMARY))
         await manager.append("s", turns(4, seed=1, size=20))
         await manager.compact("s")

@@ -7,6 +7,8 @@ from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
 from sessionstore._append_only import maintenance
+from sessionstore._database import open_database, resolve_url
+from sessionstore._migrations import downgrade, upgrade
 
 # Every table, children before parents (the order deletes must take).
 TABLES = (
@@ -37,3 +39,12 @@ async def edit_rows(store: SessionStore, *statements: sa.Executable) -> None:
 
     async with store.engine.begin() as conn:
         await conn.run_sync(run)
+
+
+async def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
+    """Upgrade (or with `down`, downgrade) the database at `url` to `revision`."""
+    database = open_database(resolve_url(url))
+    try:
+        await (downgrade(database, revision) if down else upgrade(database, revision))
+    finally:
+        await database.dispose()
