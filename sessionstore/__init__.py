@@ -27,6 +27,7 @@ from ._errors import (
     DatabaseNotFoundError,
     DuplicateAppendError,
     EncodingUnavailableError,
+    HistoryPointError,
     HistoryTamperedError,
     ImportSourceError,
     InvalidItemError,
@@ -59,6 +60,7 @@ from ._history_check import ChainReport
 from ._items import text_of
 from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
 from ._store import SessionStore
+from ._time_travel import HistoryPoint, Rewind
 
 if TYPE_CHECKING:
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
@@ -119,6 +121,8 @@ __all__ = [
     "DuplicateAppendError",
     "EncodingUnavailableError",
     "Event",
+    "HistoryPoint",
+    "HistoryPointError",
     "HistoryTamperedError",
     "ImportReport",
     "ImportSourceError",
@@ -136,6 +140,7 @@ __all__ = [
     "RetentionAction",
     "RetentionPolicy",
     "RetentionReport",
+    "Rewind",
     "RotationReport",
     "SQLSession",
     "SchemaError",

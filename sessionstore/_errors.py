@@ -25,6 +25,7 @@ safe to log. One tree:
     ├── KeyUnavailableError                      a KMS key could not be used
     ├── SealedDataError                          sealed data cannot be opened
     ├── HistoryTamperedError                     a session's rows do not verify against its chain
+    ├── HistoryPointError (ValueError)           a point of a session's history that is not there
     ├── KeyInUseError                            a key still wraps data and cannot be retired
     ├── ArchiveSinkError                         a file or S3 copy of an archive failed
     ├── ImportSourceError (ValueError)           an SDK database we cannot read
@@ -183,6 +184,15 @@ class HistoryTamperedError(SessionStoreError):
         )
         self.session_id = session_id
         self.problems = list(problems)
+
+
+class HistoryPointError(SessionStoreError, ValueError):
+    """A time-travel read or rewind named a point the session's history does not have (past
+    its end, an unknown compaction version or turn), or whose rows retention purged."""
+
+    def __init__(self, session_id: str, point: object, why: str) -> None:
+        super().__init__(f"session {session_id!r} has no {point} to go back to: {why}")
+        self.session_id = session_id
 
 
 class KeyInUseError(SessionStoreError):

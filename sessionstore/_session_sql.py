@@ -14,9 +14,10 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection, Row
 
+from ._items import encode_payload
 from ._payload_sealing import SessionKeys, seal_payload
 from ._rows import StoredRow, decode_payload
-from ._schema import messages, sessions
+from ._schema import KIND_CARRY, messages, sessions
 
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
@@ -97,3 +98,45 @@ def seal_row(row: dict[str, Any], cipher: AESGCM | None) -> None:
         return
     row["payload_sealed"] = seal_payload(cipher, row["session_id"], row["seq"], row["payload"])
     row["payload"] = None
+
+
+def marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> dict[str, Any]:
+    """A row with no payload: a tombstone, a clear or a rewind (a clear naming its target)."""
+    return {
+        "session_id": session_id,
+        "seq": seq,
+        "kind": kind,
+        "ref_seq": ref_seq,
+        "tokens": 0,
+        "protected": False,
+        "payload": None,
+    }
+
+
+def carried_copy(
+    row: StoredRow,
+    *,
+    seq: int,
+    kind: str,
+    item: dict[str, Any] | None = None,
+    tokens: int | None = None,
+) -> dict[str, Any]:
+    """A copy of a visible row written anew at `seq` (a compaction's kept items, a rewind's
+    restored context), pointing at the original it copies; `item` replaces its payload."""
+    payload = item if item is not None else row.item
+    assert payload is not None, f"row {row.seq} has no payload to carry"
+    origin = row.ref_seq if row.kind == KIND_CARRY and row.ref_seq is not None else row.seq
+    return {
+        "session_id": row.session_id,
+        "seq": seq,
+        "kind": kind,
+        "role": row.role,
+        "item_type": row.item_type,
+        "tool_name": row.tool_name,
+        "call_id": row.call_id,
+        "tokens": row.tokens if tokens is None else tokens,
+        "protected": row.protected,
+        "ref_seq": origin,
+        "archive_id": row.archive_id,
+        "payload": encode_payload(payload, 0),
+    }

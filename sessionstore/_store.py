@@ -17,6 +17,7 @@ import asyncio
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 import sqlalchemy as sa
@@ -36,7 +37,7 @@ from ._arguments import (
 )
 from ._crypto import Keyring
 from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
-from ._errors import DuplicateAppendError, StoreUnavailableError
+from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
 from ._events import Event
 from ._history_check import ChainReport, tx_checked_active, tx_verify
 from ._hot_path import APPEND_UPSERT
@@ -62,6 +63,7 @@ from ._rows import (
     decode_payload,
     decode_payloads,
     visible_in_order,
+    visible_rows,
 )
 from ._schema import (
     KIND_CLEAR,
@@ -78,9 +80,11 @@ from ._session_sql import (
     SESSION_ROW,
     AnyRow,
     lock_session,
+    marker_row,
     stored_rows,
     write_rows,
 )
+from ._time_travel import HistoryPoint, Rewind, rewind_event, tx_rewind, tx_rows_as_of
 from ._tokens import TokenEstimator, estimator_for_model
 
 _T = TypeVar("_T")
@@ -214,25 +218,13 @@ def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
         window *= 4
 
 
-def _marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> dict[str, Any]:
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "kind": kind,
-        "ref_seq": ref_seq,
-        "tokens": 0,
-        "protected": False,
-        "payload": None,
-    }
-
-
 def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
     session = lock_session(conn, session_id)
     target = None if session is None else _newest_visible(conn, session_id)
     if session is None or target is None:
         return None
     seq = session.last_seq + 1
-    row = _marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
+    row = marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
     chained = keys.chains.start(dict(session._mapping), seq).after([row])
     conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
@@ -254,7 +246,7 @@ def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
     if session is None:
         return
     seq = session.last_seq + 1
-    row = _marker_row(session_id, seq, KIND_CLEAR, None)
+    row = marker_row(session_id, seq, KIND_CLEAR, None)
     chained = keys.chains.start(dict(session._mapping), seq).after([row])
     conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
@@ -650,17 +642,30 @@ class SessionStore:
 
     # ------------------------------------------------------------------- reads
 
-    async def load_context(self, session_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+    async def load_context(
+        self,
+        session_id: str,
+        limit: int | None = None,
+        *,
+        as_of: HistoryPoint | int | datetime | None = None,
+    ) -> list[dict[str, Any]]:
         """The active context in order: everything visible from the last marker forward.
 
         `limit` follows the Agents SDK: the newest `limit` items in chronological
-        order; 0 returns nothing and a negative limit returns everything.
+        order; 0 returns nothing and a negative limit returns everything. `as_of` reads
+        the context as a load returned it at an earlier point: a seq, a datetime, or a
+        HistoryPoint (after a compaction version, before a turn).
         """
         check_session_id(session_id)
         check_count("limit", limit)
+        point = None if as_of is None else HistoryPoint.of(as_of)
         await self.ensure_ready()
         if limit == 0:
             return []
+        if point is not None:
+            _, rows = await self.rows_as_of(session_id, point)
+            items = [row.item for row in visible_rows(rows) if row.item is not None]
+            return items[-limit:] if limit is not None and limit > 0 else items
         if self.verify_on_load:
             items = await self.database.read(tx_checked_active, session_id, self.session_keys)
             return items[-limit:] if limit is not None and limit > 0 else items
@@ -687,6 +692,31 @@ class SessionStore:
         if self.verify_on_load:  # prove the context before showing its rows
             await self.database.read(tx_checked_active, session_id, self.session_keys)
         return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
+
+    async def rows_as_of(
+        self, session_id: str, point: HistoryPoint | int | datetime
+    ) -> tuple[int, list[StoredRow]]:
+        """The seq `point` resolves to (the end of the write that holds it) and the rows of
+        the active context as they stood then, tombstones and popped rows included."""
+        check_session_id(session_id)
+        point = HistoryPoint.of(point)
+        await self.ensure_ready()
+        if self.verify_on_load:  # prove the history the old context is read from
+            report = await self.database.read(tx_verify, session_id, self.session_keys)
+            if not report.ok:
+                raise HistoryTamperedError(session_id, report.problems)
+        return await self.database.read(tx_rows_as_of, session_id, point, self.session_keys)
+
+    async def rewind(self, session_id: str, to: HistoryPoint | int | datetime) -> Rewind:
+        """Make the active context exactly what it was at `to` (a seq, a datetime or a
+        HistoryPoint), with a marker row and copies of the items active then. Nothing is
+        deleted: the rewound rows stay in history, audits and `as_of` reads."""
+        check_session_id(session_id)
+        point = HistoryPoint.of(to)
+        await self.ensure_ready()
+        done = await self.database.write(tx_rewind, session_id, point, self.session_keys)
+        await self.record_events([rewind_event(done)])
+        return done
 
     async def history(self, session_id: str) -> list[StoredRow]:
         """Every row the session ever had, in seq order."""

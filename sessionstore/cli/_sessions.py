@@ -1,7 +1,7 @@
-"""`sessionstore sessions`: list, show, export and delete sessions.
+"""`sessionstore sessions`: list, show, export, rewind and delete sessions.
 
 What is printed is the stored data: redacted unless --no-redact, never read as markup,
-and, on a pipe, neither wrapped nor cut. Only `delete` writes.
+and, on a pipe, neither wrapped nor cut. Only `rewind` and `delete` write.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .._items import text_of
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
 from .._store import SessionStore
+from .._time_travel import Rewind
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
@@ -31,12 +32,21 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._points import parse_point
 from ._text import json_text, shown
 
 sessions_app = command_group(help="List, show, export and delete sessions.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
+]
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="The active context as it stood then: a seq (120), after a compaction (v3), "
+        "before a turn (turn:5) or a time (2026-11-25T14:00:00Z).",
+    ),
 ]
 PREVIEW_CHARS = 80
 
@@ -118,13 +128,24 @@ def _rows(
     session_id: str,
     history: bool,
     redact: bool,
+    as_of: str | None = None,
 ) -> tuple[list[StoredRow], Redactor]:
     """The session's rows and the redactor to print them with (the config's patterns)."""
+    if history and as_of is not None:
+        raise typer.BadParameter(
+            "--history shows every row; leave out one of them", param_hint="--as-of"
+        )
+    point = None if as_of is None else parse_point(as_of, "--as-of")
 
     async def go() -> tuple[list[StoredRow], Redactor]:
         async with open_store(url, config, read_only=True) as store:
             await require_session(store, session_id)
-            found = await (store.history(session_id) if history else store.context_rows(session_id))
+            if point is not None:
+                _, found = await store.rows_as_of(session_id, point)
+            elif history:
+                found = await store.history(session_id)
+            else:
+                found = await store.context_rows(session_id)
             redactor = store.redactor if redact else Redactor(enabled=False)
         if not redact:
             await record_audit(url, config, [redaction_disabled_event(session_id)])
@@ -134,9 +155,10 @@ def _rows(
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if not rows:
+        when = "then" if as_of is not None else "(it was cleared)"
         err_console.print(
             shown(
-                f"session {session_id!r} has no rows in its active context (it was cleared); "
+                f"session {session_id!r} had no rows in its active context {when}; "
                 "--history shows every row"
             )
         )
@@ -170,16 +192,18 @@ def show(
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="The first N rows.")] = None,
     tail: Annotated[int | None, typer.Option(min=1, help="The last N rows.")] = None,
+    as_of: AsOfOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
-    rows, redactor = _rows(url, config, session_id, history, redact)
+    rows, redactor = _rows(url, config, session_id, history, redact, as_of)
     rows = _window(rows, seqs, limit, tail)
     if as_json:
         emit_json([_row_dict(row, redactor) for row in rows])
         return
-    title = shown(f"{session_id}: {'history' if history else 'active context'}")
+    what = "history" if history else "active context"
+    title = shown(f"{session_id}: {what}" + (f" as of {as_of}" if as_of else ""))
     table = Table(title=title)
     for column in ("seq", "kind", "role/type", "tool", "tokens", "text"):
         table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
@@ -219,10 +243,11 @@ def export(
     history: HistoryOption = False,
     output: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
     redact: RedactOption = True,
+    as_of: AsOfOption = None,
 ) -> None:
     """JSON lines: the active context's items as the model sees them (with --history: every
-    row, markers included)."""
-    rows, redactor = _rows(url, config, session_id, history, redact)
+    row, markers included; with --as-of: the context as it stood then)."""
+    rows, redactor = _rows(url, config, session_id, history, redact, as_of)
     if history:
         lines = [json_text(_row_dict(row, redactor)) for row in rows]
     else:  # the active context's rows already hold what load_context would return
@@ -239,6 +264,51 @@ def export(
                 f"cannot write {output}: {exc.strerror}", param_hint="--output"
             ) from None
         err_console.print(shown(f"wrote {len(lines)} line(s) to {output}"))
+
+
+@sessions_app.command()
+def rewind(
+    session_id: Annotated[str, typer.Argument(help="The session.")],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="Where to go back to: a seq (120), after a compaction (v3), before a turn "
+            "(turn:5) or a time (2026-11-25T14:00:00Z).",
+        ),
+    ],
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Rewind without asking.")] = False,
+) -> None:
+    """Make the active context what it was at a point of the session's history. Nothing is
+    deleted: a marker row and copies of the items active then are appended."""
+    point = parse_point(to, "--to")
+
+    async def preview() -> tuple[int, int]:
+        async with open_store(url, config, read_only=True) as store:
+            await require_session(store, session_id)
+            upto, rows = await store.rows_as_of(session_id, point)
+            return upto, len(visible_rows(rows))
+
+    upto, items = asyncio.run(preview())
+    if not yes and not typer.confirm(
+        f"rewind session {session_id!r} to seq {upto} ({items} items in context then)?"
+    ):
+        err_console.print(shown("nothing was changed"))
+        raise typer.Exit(EXIT_FAILED)
+
+    async def go() -> Rewind:
+        async with open_store(url, config, create_tables=False) as store:
+            return await store.rewind(session_id, point)
+
+    done = asyncio.run(go())
+    err_console.print(
+        shown(
+            f"rewound session {session_id!r} to seq {done.to_seq}: {done.items} items, "
+            f"{done.tokens} tokens (marker row {done.marker_seq}; nothing was deleted)"
+        )
+    )
 
 
 @sessions_app.command()

@@ -35,7 +35,7 @@ from .._schema import (
     sessions,
 )
 from .._schema import messages as messages_table
-from .._session_sql import AnyRow, lock_session, rows_after, write_rows
+from .._session_sql import AnyRow, carried_copy, lock_session, rows_after, write_rows
 from ._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
@@ -87,36 +87,6 @@ def archived_record(row: StoredRow) -> dict[str, Any]:
     }
 
 
-def _origin(row: StoredRow) -> int:
-    return row.ref_seq if row.kind == KIND_CARRY and row.ref_seq is not None else row.seq
-
-
-def _copy(
-    row: StoredRow,
-    *,
-    seq: int,
-    kind: str,
-    item: dict[str, Any] | None,
-    tokens: int,
-) -> dict[str, Any]:
-    payload = item if item is not None else row.item
-    assert payload is not None, f"row {row.seq} has no payload to carry"
-    return {
-        "session_id": row.session_id,
-        "seq": seq,
-        "kind": kind,
-        "role": row.role,
-        "item_type": row.item_type,
-        "tool_name": row.tool_name,
-        "call_id": row.call_id,
-        "tokens": tokens,
-        "protected": row.protected,
-        "ref_seq": _origin(row),
-        "archive_id": row.archive_id,
-        "payload": encode_payload(payload, 0),
-    }
-
-
 def _conflicts(late: Sequence[StoredRow], snapshot_last: int) -> bool:
     """A pop of a covered row since the snapshot invalidates the plan."""
     return any(row.kind == KIND_TOMBSTONE and (row.ref_seq or 0) <= snapshot_last for row in late)
@@ -141,7 +111,7 @@ def tx_commit_compaction(
 
     def add(row: StoredRow, kind: str, item: dict[str, Any] | None = None) -> None:
         tokens = row.tokens if item is None else count_item(item)
-        rows.append(_copy(row, seq=start + len(rows), kind=kind, item=item, tokens=tokens))
+        rows.append(carried_copy(row, seq=start + len(rows), kind=kind, item=item, tokens=tokens))
 
     for row in write.pinned:
         add(row, KIND_CARRY)

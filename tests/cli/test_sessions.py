@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore import SessionStore
+from sessionstore import HistoryPoint, SessionStore
 from tests.support.cli import EXTRA_PATTERN, NO_KEYS, SECRET, assert_refused, db_state, run
 
 
@@ -161,3 +161,48 @@ def test_delete_removes_the_session_and_keeps_its_archives_readable(seeded: str)
     listed = json.loads(run("archive", "list", "work", "--json", "--url", seeded).stdout)
     assert listed and all(row["session_id"] == "work" for row in listed)
     assert_refused(run("sessions", "delete", "work", "--yes", "--url", seeded), 1, "no session")
+
+
+def _context(url: str, *options: str) -> list[dict[str, Any]]:
+    exported = run("sessions", "export", "work", "--url", url, "--no-redact", *options)
+    assert exported.exit_code == 0, exported.output
+    return [json.loads(line) for line in exported.stdout.splitlines() if line.startswith("{")]
+
+
+def test_show_and_export_as_of_a_point_read_the_context_then(seeded: str) -> None:
+    async def load_v1() -> list[dict[str, Any]]:
+        async with SessionStore(seeded) as store:
+            return await store.load_context("work", as_of=HistoryPoint.after_version(1))
+
+    compacted = asyncio.run(load_v1())
+    assert _context(seeded, "--as-of", "v1") == compacted
+    assert SECRET not in json.dumps(compacted) and compacted != _context(seeded)
+    before_turn_1 = run("sessions", "show", "work", "--as-of", "turn:1", "--url", seeded)
+    assert_refused(before_turn_1, 1, "had no rows in its active context then")
+    assert_refused(
+        run("sessions", "show", "work", "--as-of", "v9", "--url", seeded),
+        2,
+        "no version 9 to go back to",
+    )
+    assert_refused(
+        run("sessions", "show", "work", "--as-of", "yesterday", "--url", seeded),
+        2,
+        "'yesterday' is not a point in history: use a seq (120)",
+    )
+
+
+def test_rewind_asks_then_restores_the_context_and_deletes_nothing(seeded: str) -> None:
+    before = db_state(seeded)
+    refused = run("sessions", "rewind", "work", "--to", "v1", "--url", seeded, input="n\n")
+    assert refused.exit_code == 1 and "nothing was changed" in refused.output
+    assert db_state(seeded) == before
+    assert_refused(run("sessions", "rewind", "work", "--to", "0x", "--url", seeded), 2, "--to")
+    assert db_state(seeded) == before
+    compacted = _context(seeded, "--as-of", "v1")
+    done = run("sessions", "rewind", "work", "--to", "v1", "--yes", "--url", seeded)
+    assert done.exit_code == 0, done.output
+    assert "nothing was deleted" in done.output
+    assert _context(seeded) == compacted  # the message with the secret is gone from context
+    after = db_state(seeded)
+    assert after["messages"] == before["messages"] + 1 + len(compacted)  # marker + copies
+    assert run("verify", "work", "--url", seeded).exit_code == 0

@@ -1,0 +1,313 @@
+"""A session as it stood at an earlier point of its history, and rewinding to that point.
+
+History is append-only, so the context at any earlier moment is a function of the rows up to
+it: the last clear (a rewind is a clear that names its target) or compaction before the point
+says where the context started, the tombstones up to it say which rows were popped. A point is
+a seq, a time, a compaction version or a turn; it is moved to the end of the write that
+contains it (a batch, a pop, a clear, a compaction, a rewind), because a load never sees half
+a write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._errors import HistoryPointError
+from ._events import Event
+from ._payload_sealing import SessionKeys
+from ._rows import StoredRow, visible_rows
+from ._schema import (
+    KIND_CARRY,
+    KIND_CLEAR,
+    KIND_ITEM,
+    KIND_SUMMARY,
+    KIND_TOMBSTONE,
+    compactions,
+    messages,
+    sessions,
+)
+from ._session_sql import (
+    ROW_COLUMNS,
+    AnyRow,
+    carried_copy,
+    lock_session,
+    marker_row,
+    stored_rows,
+    write_rows,
+)
+
+PointKind = Literal["seq", "time", "version", "turn"]
+_sid: Final = sa.bindparam("sid", type_=sa.Text)
+_m: Final = messages.c
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPoint:
+    """A moment of a session's history: after the write of row `seq`, at a `time`, right
+    after compaction `version`, or just before `turn` N (its user message) was stored."""
+
+    kind: PointKind
+    value: int | datetime
+
+    @classmethod
+    def at_seq(cls, seq: int) -> HistoryPoint:
+        """After the write that stored row `seq` (0: before anything was written)."""
+        return cls("seq", _whole("seq", seq, minimum=0))
+
+    @classmethod
+    def at_time(cls, when: datetime) -> HistoryPoint:
+        """As the session stood at `when` (timezone-aware; the database's clock)."""
+        if not isinstance(when, datetime) or when.tzinfo is None:
+            raise ValueError(
+                "a time in history must be a timezone-aware datetime, e.g. "
+                "datetime(2026, 11, 25, 14, 0, tzinfo=UTC)"
+            )
+        return cls("time", when.astimezone(UTC))
+
+    @classmethod
+    def after_version(cls, version: int) -> HistoryPoint:
+        """Right after compaction `version` (the N of <COMPACT-SUMMARY vN>) committed."""
+        return cls("version", _whole("version", version, minimum=1))
+
+    @classmethod
+    def before_turn(cls, turn: int) -> HistoryPoint:
+        """Just before the write holding the session's `turn`-th user message."""
+        return cls("turn", _whole("turn", turn, minimum=1))
+
+    @classmethod
+    def of(cls, value: HistoryPoint | int | datetime) -> HistoryPoint:
+        """A point from what a caller may pass: a point, a seq (int) or a datetime."""
+        if isinstance(value, HistoryPoint):
+            return value
+        if isinstance(value, datetime):
+            return cls.at_time(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls.at_seq(value)
+        raise TypeError(
+            "a point in history is a seq (int), a timezone-aware datetime or a HistoryPoint "
+            f"(HistoryPoint.after_version(3), HistoryPoint.before_turn(5)), not a "
+            f"{type(value).__name__}"
+        )
+
+    def __str__(self) -> str:
+        if isinstance(self.value, datetime):
+            return f"time {self.value.isoformat()}"
+        return f"{self.kind} {self.value}"
+
+
+def _whole(name: str, value: object, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got a {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Rewind:
+    """What a rewind wrote: its marker, the seq it restored and the context it left."""
+
+    session_id: str
+    marker_seq: int
+    to_seq: int
+    items: int
+    tokens: int
+
+
+# A row starts a write when it is a batch's first item (it holds the batch's token), a pop, a
+# clear or rewind marker, or the first row of a compaction other than the given one.
+_STARTS_WRITE: Final = sa.or_(
+    _m.kind.in_((KIND_TOMBSTONE, KIND_CLEAR)),
+    sa.and_(_m.kind == KIND_ITEM, _m.append_token.is_not(None)),
+    sa.and_(
+        _m.compaction_id.is_not(None),
+        sa.or_(
+            sa.bindparam("cid", type_=sa.BigInteger).is_(None),
+            _m.compaction_id != sa.bindparam("cid", type_=sa.BigInteger),
+        ),
+    ),
+)
+_ROW_AT: Final = sa.select(_m.compaction_id).where(
+    _m.session_id == _sid, _m.seq == sa.bindparam("seq")
+)
+_NEXT_WRITE: Final = sa.select(sa.func.min(_m.seq)).where(
+    _m.session_id == _sid, _m.seq > sa.bindparam("seq"), _STARTS_WRITE
+)
+_LAST_BEFORE_TIME: Final = sa.select(sa.func.max(_m.seq)).where(
+    _m.session_id == _sid, _m.created_at <= sa.bindparam("at", type_=sa.DateTime(timezone=True))
+)
+_COMPACTION: Final = sa.select(compactions.c.id, compactions.c.context_start_seq).where(
+    compactions.c.session_id == _sid, compactions.c.version == sa.bindparam("version")
+)
+_COMPACTION_END: Final = sa.select(sa.func.max(_m.seq)).where(
+    _m.session_id == _sid, _m.compaction_id == sa.bindparam("cid")
+)
+_NTH_USER_MESSAGE: Final = (
+    sa.select(_m.seq)
+    .where(_m.session_id == _sid, _m.kind == KIND_ITEM, _m.role == "user")
+    .order_by(_m.seq)
+    .offset(sa.bindparam("offset"))
+    .limit(1)
+)
+_BATCH_START: Final = sa.select(sa.func.max(_m.seq)).where(
+    _m.session_id == _sid,
+    _m.seq <= sa.bindparam("seq"),
+    sa.or_(_m.kind != KIND_ITEM, _m.append_token.is_not(None)),
+)
+_LAST_CLEAR: Final = sa.select(sa.func.max(_m.seq)).where(
+    _m.session_id == _sid, _m.kind == KIND_CLEAR, _m.seq <= sa.bindparam("upto")
+)
+_COMPACTION_STARTS: Final = sa.select(compactions.c.id, compactions.c.context_start_seq).where(
+    compactions.c.session_id == _sid,
+    compactions.c.context_start_seq <= sa.bindparam("upto") + 1,
+)
+_ROWS_BETWEEN: Final = (
+    sa.select(*ROW_COLUMNS)
+    .where(
+        _m.session_id == _sid,
+        _m.seq >= sa.bindparam("start"),
+        _m.seq <= sa.bindparam("upto"),
+    )
+    .order_by(_m.seq)
+)
+_SESSION_LAST: Final = sa.select(sessions.c.last_seq).where(sessions.c.session_id == _sid)
+
+
+def _scalar(conn: Connection, statement: sa.Select[Any], **params: Any) -> Any:
+    return conn.execute(statement, params).scalar()
+
+
+def _write_end(conn: Connection, session_id: str, seq: int, last: int) -> int:
+    """The last row of the write that stored row `seq`."""
+    if seq == 0:
+        return 0
+    cid = _scalar(conn, _ROW_AT, sid=session_id, seq=seq)
+    following = _scalar(conn, _NEXT_WRITE, sid=session_id, seq=seq, cid=cid)
+    return last if following is None else int(following) - 1
+
+
+def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: int) -> int:
+    """The seq of the last row written at `point` (0: nothing yet); HistoryPointError when
+    the session's history has no such point."""
+    if point.kind == "seq":
+        seq = int(point.value)  # type: ignore[arg-type]
+        if seq > last:
+            raise HistoryPointError(session_id, point, f"its history ends at seq {last}")
+        return _write_end(conn, session_id, seq, last)
+    if point.kind == "time":
+        at = point.value
+        assert isinstance(at, datetime)
+        if conn.dialect.name == "sqlite":  # stored as naive UTC text
+            at = at.replace(tzinfo=None)
+        found = _scalar(conn, _LAST_BEFORE_TIME, sid=session_id, at=at)
+        return 0 if found is None else _write_end(conn, session_id, int(found), last)
+    if point.kind == "version":
+        compaction = conn.execute(_COMPACTION, {"sid": session_id, "version": point.value}).first()
+        if compaction is None:
+            raise HistoryPointError(session_id, point, "it has no compaction of that version")
+        end = _scalar(conn, _COMPACTION_END, sid=session_id, cid=compaction.id)
+        return int(compaction.context_start_seq) - 1 if end is None else int(end)
+    turn = int(point.value)  # type: ignore[arg-type]
+    user_seq = _scalar(conn, _NTH_USER_MESSAGE, sid=session_id, offset=turn - 1)
+    if user_seq is None:
+        raise HistoryPointError(session_id, point, f"it has fewer than {turn} user messages")
+    batch_start = _scalar(conn, _BATCH_START, sid=session_id, seq=user_seq)
+    return int(batch_start if batch_start is not None else user_seq) - 1
+
+
+def _context_start(conn: Connection, session_id: str, upto: int) -> int:
+    """Where the active context started once row `upto` was written."""
+    start = 1
+    cleared = _scalar(conn, _LAST_CLEAR, sid=session_id, upto=upto)
+    if cleared is not None:
+        start = int(cleared) + 1
+    for compaction in conn.execute(_COMPACTION_STARTS, {"sid": session_id, "upto": upto}):
+        begins = int(compaction.context_start_seq)
+        if begins > start and (begins <= upto or _wrote_nothing(conn, session_id, compaction.id)):
+            start = begins
+    return start
+
+
+def _wrote_nothing(conn: Connection, session_id: str, compaction_id: int) -> bool:
+    """A compaction that kept nothing restarts the context past the newest row."""
+    return _scalar(conn, _COMPACTION_END, sid=session_id, cid=compaction_id) is None
+
+
+def tx_rows_as_of(
+    conn: Connection, session_id: str, point: HistoryPoint, keys: SessionKeys
+) -> tuple[int, list[StoredRow]]:
+    """The seq the point resolved to and the rows of the active context then, tombstones
+    and popped rows included (a load keeps the visible ones)."""
+    last = _scalar(conn, _SESSION_LAST, sid=session_id)  # None: never written, seq 0 only
+    upto = resolve_point(conn, session_id, point, int(last or 0))
+    return upto, _rows_upto(conn, session_id, upto, keys)
+
+
+def _rows_upto(conn: Connection, session_id: str, upto: int, keys: SessionKeys) -> list[StoredRow]:
+    if upto == 0:
+        return []
+    start = _context_start(conn, session_id, upto)
+    found = conn.execute(_ROWS_BETWEEN, {"sid": session_id, "start": start, "upto": upto})
+    rows = stored_rows(conn, keys, session_id, found)
+    purged = [row.seq for row in visible_rows(rows) if row.item is None]
+    if purged:
+        raise HistoryPointError(
+            session_id,
+            HistoryPoint.at_seq(upto),
+            f"retention purged the stored text of row {purged[0]} (its archive still holds "
+            "it: `sessionstore archive show`)",
+        )
+    return rows
+
+
+def tx_rewind(conn: Connection, session_id: str, point: HistoryPoint, keys: SessionKeys) -> Rewind:
+    """Restore the active context as it stood at `point`: a clear marker naming the seq it
+    rewinds to, then copies of the items visible then. Nothing is deleted."""
+    session: AnyRow | None = lock_session(conn, session_id)
+    if session is None:
+        raise HistoryPointError(session_id, point, "no such session")
+    upto = resolve_point(conn, session_id, point, int(session.last_seq))
+    restored = visible_rows(_rows_upto(conn, session_id, upto, keys))
+    seq = int(session.last_seq) + 1
+    rows = [marker_row(session_id, seq, KIND_CLEAR, upto)]
+    for kept in restored:
+        kind = KIND_SUMMARY if kept.kind == KIND_SUMMARY else KIND_CARRY
+        rows.append(carried_copy(kept, seq=seq + len(rows), kind=kind))
+    columns = set(rows[-1])  # the marker lacks the item columns its copies have
+    for new in rows:
+        new.update({name: None for name in columns - set(new)})
+    chained = write_rows(conn, keys, dict(session._mapping), rows)
+    conn.execute(messages.insert(), rows)
+    tokens = sum(int(kept.tokens) for kept in restored)
+    conn.execute(
+        sessions.update()
+        .where(sessions.c.session_id == session_id)
+        .values(
+            last_seq=seq + len(restored),
+            context_start_seq=seq + 1,
+            context_items=len(restored),
+            context_tokens=tokens,
+            updated_at=sa.func.current_timestamp(),
+            **chained,
+        )
+    )
+    return Rewind(session_id, seq, upto, len(restored), tokens)
+
+
+def rewind_event(done: Rewind) -> Event:
+    """`session.rewind`: which seq the context went back to, and what it holds now."""
+    return Event(
+        "session.rewind",
+        session_id=done.session_id,
+        fields={
+            "marker_seq": done.marker_seq,
+            "to_seq": done.to_seq,
+            "items": done.items,
+            "tokens": done.tokens,
+        },
+    )
