@@ -59,6 +59,7 @@ from ._events import Event
 from ._history_check import ChainReport
 from ._items import text_of
 from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
+from ._search import SearchHit
 from ._store import SessionStore
 from ._time_travel import HistoryPoint, Rewind
 
@@ -148,6 +149,7 @@ __all__ = [
     "SchemaOutdatedError",
     "SchemaTooNewError",
     "SealedDataError",
+    "SearchHit",
     "SessionInfo",
     "SessionStore",
     "SessionStoreConfig",

@@ -290,3 +290,10 @@ sa.Index(
     sqlite_where=messages.c.append_token.is_not(None),
     postgresql_where=messages.c.append_token.is_not(None),
 )
+
+
+def is_search_index(name: str | None) -> bool:
+    """Whether a database object belongs to the full-text index of migration 0010 (FTS5
+    tables and their shadow tables on SQLite, a GIN index on PostgreSQL): derived data the
+    migration maintains, not part of the documented tables above."""
+    return name is not None and name.startswith(("message_search", "ix_messages_search"))

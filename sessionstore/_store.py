@@ -75,6 +75,7 @@ from ._schema import (
     messages,
     sessions,
 )
+from ._search import SearchHit, search_words, tx_search
 from ._session_sql import (
     ROW_COLUMNS,
     SESSION_ROW,
@@ -717,6 +718,27 @@ class SessionStore:
         done = await self.database.write(tx_rewind, session_id, point, self.session_keys)
         await self.record_events([rewind_event(done)])
         return done
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        redact: bool = True,
+    ) -> list[SearchHit]:
+        """Rows of any session's history (or of `session_id`'s) that hold every word of
+        `query`, best match first; redacted unless `redact=False`. Rows sealed by payload
+        encryption are not indexed and never found."""
+        words = search_words(query)
+        if session_id is not None:
+            check_session_id(session_id)
+        check_positive("limit", limit)
+        redactor = self.redactor if check_flag("redact", redact) else Redactor(enabled=False)
+        await self.ensure_ready()
+        return await self.database.read(
+            tx_search, words, session_id, limit, self.session_keys, redactor
+        )
 
     async def history(self, session_id: str) -> list[StoredRow]:
         """Every row the session ever had, in seq order."""

@@ -11,11 +11,15 @@ from sqlalchemy.engine import Connection
 from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
-from sessionstore._schema import metadata
+from sessionstore._schema import is_search_index, metadata
 
 
 def _diff(connection: Connection) -> list[object]:
-    return list(compare_metadata(MigrationContext.configure(connection), metadata))
+    def ours(name: str | None, *_: object) -> bool:
+        return not is_search_index(name)
+
+    context = MigrationContext.configure(connection, opts={"include_name": ours})
+    return list(compare_metadata(context, metadata))
 
 
 def _tables(connection: Connection) -> set[str]:

@@ -26,26 +26,11 @@ from sessionstore._retention import (
 )
 from sessionstore._schema import archives, events, messages, sessions
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from tests.support.database import edit_rows
+from tests.support.database import age
 from tests.support.histories import coding_session, turns
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 OLD = NOW - timedelta(days=200)
-
-
-async def age(store: SessionStore, session_id: str, when: datetime) -> None:
-    """Make a session's rows, bookkeeping, archives and events look written at `when`."""
-    await edit_rows(
-        store, messages.update().where(messages.c.session_id == session_id).values(created_at=when)
-    )
-    async with store.engine.begin() as conn:
-        await conn.execute(
-            sessions.update().where(sessions.c.session_id == session_id).values(updated_at=when)
-        )
-        await conn.execute(
-            archives.update().where(archives.c.session_id == session_id).values(created_at=when)
-        )
-        await conn.execute(events.update().where(events.c.session_id == session_id).values(ts=when))
 
 
 async def scenario(store: SessionStore) -> dict[str, Any]:

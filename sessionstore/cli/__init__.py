@@ -19,6 +19,7 @@ from ._migrate import migrate
 from ._query import query
 from ._retention import retention_app
 from ._schema import schema
+from ._search import search
 from ._sessions import sessions_app
 from ._verify import verify
 
@@ -58,6 +59,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)
+app.command()(search)
 app.command()(schema)
 app.command()(doctor)
 app.command()(verify)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -9,6 +11,7 @@ from sessionstore import SessionStore
 from sessionstore._append_only import maintenance
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import downgrade, upgrade
+from sessionstore._schema import archives, events, messages, sessions
 
 # Every table, children before parents (the order deletes must take).
 TABLES = (
@@ -48,3 +51,18 @@ async def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
         await (downgrade(database, revision) if down else upgrade(database, revision))
     finally:
         await database.dispose()
+
+
+async def age(store: SessionStore, session_id: str, when: datetime) -> None:
+    """Make a session's rows, bookkeeping, archives and events look written at `when`."""
+    await edit_rows(
+        store, messages.update().where(messages.c.session_id == session_id).values(created_at=when)
+    )
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            sessions.update().where(sessions.c.session_id == session_id).values(updated_at=when)
+        )
+        await conn.execute(
+            archives.update().where(archives.c.session_id == session_id).values(created_at=when)
+        )
+        await conn.execute(events.update().where(events.c.session_id == session_id).values(ts=when))

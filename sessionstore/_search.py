@@ -1,0 +1,117 @@
+"""Full-text search over every session's history (migration 0010's indexes).
+
+Words match whole (case and accents folded on SQLite, case on PostgreSQL); every word must be
+in the row. Hits are rows, best first; what they show is redacted by the caller's redactor.
+Sealed payloads are not indexed, so an encrypted session's rows are never found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._items import text_of
+from ._payload_sealing import SessionKeys
+from ._redaction import Redactor
+from ._schema import messages
+from ._session_sql import ROW_COLUMNS, stored_rows
+
+_WORD: Final = re.compile(r"\w+")
+_MAX_WORDS: Final = 32
+SNIPPET_CHARS: Final = 160
+
+_SQLITE_SEARCH: Final = """
+    SELECT r.session_id, r.seq FROM message_search JOIN message_search_rows r
+        ON r.id = message_search.rowid
+    WHERE message_search MATCH :match AND (:sid IS NULL OR r.session_id = :sid)
+    ORDER BY bm25(message_search), r.seq DESC LIMIT :limit
+"""
+_PG_VECTOR: Final = "to_tsvector('simple', left(payload::text, 100000))"  # as indexed (0010)
+_PG_SEARCH: Final = f"""
+    SELECT session_id, seq FROM messages
+    WHERE kind IN ('item', 'summary') AND payload IS NOT NULL
+      AND {_PG_VECTOR} @@ plainto_tsquery('simple', :match)
+      AND (CAST(:sid AS TEXT) IS NULL OR session_id = :sid)
+    ORDER BY ts_rank({_PG_VECTOR}, plainto_tsquery('simple', :match)) DESC, seq DESC
+    LIMIT :limit
+"""
+_ROW: Final = sa.select(*ROW_COLUMNS).where(
+    messages.c.session_id == sa.bindparam("sid"), messages.c.seq == sa.bindparam("seq")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One row that matched: where it is, what it is, and its text around the first match."""
+
+    session_id: str
+    seq: int
+    kind: str
+    role: str | None
+    tool_name: str | None
+    created_at: datetime
+    snippet: str
+    item: dict[str, Any]
+
+
+def search_words(query: object) -> list[str]:
+    """The words of a query; ValueError when it has none (punctuation alone matches nothing)."""
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, got a {type(query).__name__}")
+    words = _WORD.findall(query)
+    if not words:
+        raise ValueError(f"search for at least one word (letters or digits), not {query!r}")
+    if len(words) > _MAX_WORDS:
+        raise ValueError(f"search for at most {_MAX_WORDS} words, got {len(words)}")
+    return words
+
+
+def tx_search(
+    conn: Connection,
+    words: list[str],
+    session_id: str | None,
+    limit: int,
+    keys: SessionKeys,
+    redactor: Redactor,
+) -> list[SearchHit]:
+    """The best `limit` rows holding every word, redacted by `redactor`."""
+    if conn.dialect.name == "sqlite":
+        sql, match = _SQLITE_SEARCH, " ".join(f'"{word}"' for word in words)
+    else:
+        sql, match = _PG_SEARCH, " ".join(words)
+    params = {"match": match, "sid": session_id, "limit": limit}
+    found = conn.execute(sa.text(sql), params).all()
+    hits = []
+    for sid, seq in found:
+        [row] = stored_rows(conn, keys, sid, conn.execute(_ROW, {"sid": sid, "seq": seq}))
+        if row.item is None:  # purged by a concurrent retention run
+            continue
+        item = redactor.value(row.item)
+        hits.append(
+            SearchHit(
+                session_id=sid,
+                seq=seq,
+                kind=row.kind,
+                role=row.role,
+                tool_name=row.tool_name,
+                created_at=row.created_at,
+                snippet=_snippet(" ".join(text_of(item).split()), words),
+                item=item,
+            )
+        )
+    return hits
+
+
+def _snippet(text: str, words: list[str]) -> str:
+    """At most SNIPPET_CHARS of `text`, around the first place a query word occurs."""
+    lowered = text.lower()
+    places = [lowered.find(word.lower()) for word in words]
+    first = min((place for place in places if place >= 0), default=0)
+    start = max(0, first - SNIPPET_CHARS // 3)
+    piece = text[start : start + SNIPPET_CHARS]
+    return ("..." if start else "") + piece + ("..." if start + SNIPPET_CHARS < len(text) else "")
