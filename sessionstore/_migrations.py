@@ -18,7 +18,7 @@ from ._append_only import maintenance
 from ._database import DEFAULT_TIMEOUT_S, Database
 from ._errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
 from ._loops import KeyedLocks
-from ._schema import metadata
+from ._schema import VIEWS, metadata
 
 if TYPE_CHECKING:  # Alembic loads only when a migration or revision lookup needs it
     from alembic.config import Config
@@ -132,7 +132,7 @@ def _grant_query_role(connection: Connection, role: str) -> None:
         connection.exec_driver_sql(f'CREATE ROLE "{role}" NOLOGIN')
     connection.exec_driver_sql(f'GRANT "{role}" TO CURRENT_USER')  # so SET ROLE may use it
     connection.exec_driver_sql(f'GRANT USAGE ON SCHEMA public TO "{role}"')
-    for table in sorted(metadata.tables):
+    for table in sorted({*metadata.tables, *VIEWS}):
         if table != "alembic_version":
             connection.exec_driver_sql(f'GRANT SELECT ON "{table}" TO "{role}"')
 

@@ -291,6 +291,9 @@ sa.Index(
     postgresql_where=messages.c.append_token.is_not(None),
 )
 
+# Views over the tables (migration 0011), documented and queryable like them.
+VIEWS: Final = ("turns",)
+
 
 def is_search_index(name: str | None) -> bool:
     """Whether a database object belongs to the full-text index of migration 0010 (FTS5

@@ -21,9 +21,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from .._errors import QueryRejectedError
-from .._schema import metadata
+from .._schema import VIEWS, metadata
 
-DOCUMENTED_TABLES: Final = frozenset(metadata.tables) - {"alembic_version"}
+DOCUMENTED_TABLES: Final = (frozenset(metadata.tables) - {"alembic_version"}) | frozenset(VIEWS)
 _DIALECTS: Final = {"sqlite": "sqlite", "postgresql": "postgres"}
 _SCHEMAS: Final = {"sqlite": frozenset({"", "main"}), "postgresql": frozenset({"", "public"})}
 _ROOTS: Final = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Subquery)
