@@ -62,6 +62,7 @@ from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
 from ._search import SearchHit
 from ._store import SessionStore
 from ._time_travel import HistoryPoint, Rewind
+from ._turns import Turn
 
 if TYPE_CHECKING:
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
@@ -165,6 +166,7 @@ __all__ = [
     "SummaryTooLongError",
     "SummaryToolCallError",
     "TokenEstimator",
+    "Turn",
     "UnsupportedURLError",
     "build_event_bus",
     "build_manager",

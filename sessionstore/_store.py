@@ -87,6 +87,7 @@ from ._session_sql import (
 )
 from ._time_travel import HistoryPoint, Rewind, rewind_event, tx_rewind, tx_rows_as_of
 from ._tokens import TokenEstimator, estimator_for_model
+from ._turns import Turn, tx_tool_usage, tx_turns
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
@@ -739,6 +740,18 @@ class SessionStore:
         return await self.database.read(
             tx_search, words, session_id, limit, self.session_keys, redactor
         )
+
+    async def turns(self, session_id: str) -> list[Turn]:
+        """The session's turns (the `turns` view): each user message starts one."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(tx_turns, session_id, self.session_keys)
+
+    async def tool_usage(self, session_id: str) -> list[tuple[str, int, int]]:
+        """(tool, calls, turn) for every tool the session called, in turn order."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(tx_tool_usage, session_id)
 
     async def history(self, session_id: str) -> list[StoredRow]:
         """Every row the session ever had, in seq order."""

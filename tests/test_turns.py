@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import HistoryPoint, SessionStore
+from sessionstore._crypto import Keyring, LocalKey
 from tests.support.histories import assistant, call, output, user
 
 
@@ -79,3 +80,27 @@ async def test_turns_agree_with_a_model_and_with_before_turn(
                 continue
             before = await store.rows_as_of(sid, HistoryPoint.before_turn(t["turn"]))
             assert before[0] < t["first_seq"]  # the context before the turn lacks its message
+
+
+async def test_store_turns_open_sealed_user_text_and_count_tools(db_url: str) -> None:
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(db_url, keyring=keyring, encrypt_payloads=True) as store:
+        await store.append(
+            "s", [user("secret question"), call("c1", "lookup"), call("c2", "lookup")]
+        )
+        await store.append(
+            "s",
+            [
+                output("c1"),
+                output("c2"),
+                {"role": "user", "content": [{"type": "input_text", "text": "x"}]},
+            ],
+        )
+        turns = await store.turns("s")
+        assert [turn.user_text for turn in turns] == [
+            "secret question",
+            '[{"type":"input_text","text":"x"}]',
+        ]
+        assert turns[0].tools == ("lookup",) and turns[0].items == 5
+        assert await store.tool_usage("s") == [("lookup", 2, 1)]
+        assert (await turns_of(store, "s"))[0]["user_text"] is None  # SQL cannot read it

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,14 @@ from agents.memory.session_settings import (
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ... import SessionStore, StoreUnavailableError, check_session_id, item_list
+from ... import (
+    HistoryPoint,
+    Rewind,
+    SessionStore,
+    StoreUnavailableError,
+    check_session_id,
+    item_list,
+)
 from ._observer import watch_runs
 from ._tracking import track_load, track_save
 
@@ -154,6 +162,50 @@ class SQLSession:
         """Empty the active context (recorded as a clear marker row)."""
         await self.store.clear(self.session_id)
 
+    async def get_items_as_of(
+        self, point: HistoryPoint | int | datetime, limit: int | None = None
+    ) -> list[TResponseInputItem]:
+        """What `get_items` returned at an earlier point: a seq, a datetime or a
+        HistoryPoint (`HistoryPoint.before_turn(3)`, `HistoryPoint.after_version(2)`)."""
+        items = await self.store.load_context(self.session_id, limit, as_of=point)
+        return items  # type: ignore[return-value]
+
+    async def rewind(self, to: HistoryPoint | int | datetime) -> Rewind:
+        """Make the context what it was at `to`; the rewound items stay in history."""
+        return await self.store.rewind(self.session_id, to)
+
+    async def get_conversation_turns(self) -> list[dict[str, Any]]:
+        """The user turns, shaped like AdvancedSQLiteSession's: turn, content (a preview of
+        100 characters), full_content (as stored; parts as JSON), timestamp. `can_branch` is
+        False (branches are not offered yet); `rewind(HistoryPoint.before_turn(n))` is."""
+        return [
+            {
+                "turn": turn.turn,
+                "content": _preview(turn.user_text or ""),
+                "full_content": turn.user_text,
+                "timestamp": turn.started_at.isoformat(),
+                "can_branch": False,
+            }
+            for turn in await self.store.turns(self.session_id)
+            if turn.turn
+        ]
+
+    async def find_turns_by_content(self, search_term: str) -> list[dict[str, Any]]:
+        """The user turns whose text contains `search_term` (case-insensitive), shaped like
+        `get_conversation_turns`."""
+        if not isinstance(search_term, str):
+            raise TypeError(f"search_term must be a str, got a {type(search_term).__name__}")
+        term = search_term.casefold()
+        return [
+            turn
+            for turn in await self.get_conversation_turns()
+            if term in (turn["full_content"] or "").casefold()
+        ]
+
+    async def get_tool_usage(self) -> list[tuple[str, int, int]]:
+        """(tool_name, calls, turn) for every tool called, like AdvancedSQLiteSession's."""
+        return await self.store.tool_usage(self.session_id)
+
     async def run_compaction(
         self,
         args: OpenAIResponsesCompactionArgs | None = None,
@@ -176,6 +228,10 @@ class SQLSession:
         """Close the store if this session created it (from_url)."""
         if self._owns_store:
             await self.store.close()
+
+
+def _preview(text: str, length: int = 100) -> str:
+    return text if len(text) <= length else text[:length] + "..."
 
 
 def _own_store(

@@ -1,0 +1,113 @@
+"""Turns: the `turns` view (migration 0011) read as objects, and tool calls per turn.
+
+A turn starts at each user message the application appended; see docs/SCHEMA.md. A sealed
+session's user text is not readable in SQL, so it is opened here from the turn's first row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._payload_sealing import SessionKeys
+from ._schema import messages
+from ._session_sql import ROW_COLUMNS, stored_rows
+
+_sid: Final = sa.bindparam("sid", type_=sa.Text)
+_turns: Final = sa.table(
+    "turns",
+    sa.column("session_id", sa.Text),
+    sa.column("turn", sa.Integer),
+    sa.column("first_seq", sa.BigInteger),
+    sa.column("last_seq", sa.BigInteger),
+    sa.column("items", sa.Integer),
+    sa.column("tokens", sa.Integer),
+    sa.column("tools", sa.Text),
+    sa.column("user_text", sa.Text),
+    sa.column("started_at", sa.DateTime(timezone=True)),
+    sa.column("ended_at", sa.DateTime(timezone=True)),
+)
+_TURNS: Final = sa.select(_turns).where(_turns.c.session_id == _sid).order_by(_turns.c.turn)
+_FIRST_ROWS: Final = (
+    sa.select(*ROW_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq.in_(sa.bindparam("seqs", expanding=True)))
+    .order_by(messages.c.seq)
+)
+# Tool calls (not their outputs) per tool and turn, numbered as the view numbers turns.
+_TOOL_USAGE: Final = sa.text(
+    """
+    WITH numbered AS (
+        SELECT tool_name, item_type,
+               SUM(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
+                   OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS turn
+        FROM messages WHERE session_id = :sid AND kind = 'item'
+    )
+    SELECT tool_name, COUNT(*) AS calls, turn FROM numbered
+    WHERE tool_name IS NOT NULL AND item_type NOT LIKE '%output'
+    GROUP BY tool_name, turn ORDER BY turn, tool_name
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a session: its rows, size, tools and the user's words that opened it."""
+
+    session_id: str
+    turn: int
+    first_seq: int
+    last_seq: int
+    items: int
+    tokens: int
+    tools: tuple[str, ...]
+    user_text: str | None  # the content as stored: a string, or the JSON of its parts
+    started_at: datetime
+    ended_at: datetime
+
+
+def tx_turns(conn: Connection, session_id: str, keys: SessionKeys) -> list[Turn]:
+    """The session's turns in order (turn 0: what came before the first user message)."""
+    turns = [
+        Turn(
+            session_id=row.session_id,
+            turn=int(row.turn),
+            first_seq=int(row.first_seq),
+            last_seq=int(row.last_seq),
+            items=int(row.items),
+            tokens=int(row.tokens),
+            tools=tuple(sorted(set(row.tools.split(",")))) if row.tools else (),
+            user_text=row.user_text,
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+        )
+        for row in conn.execute(_TURNS, {"sid": session_id})
+    ]
+    unread = [turn.first_seq for turn in turns if turn.turn and turn.user_text is None]
+    if not unread:
+        return turns
+    found = conn.execute(_FIRST_ROWS, {"sid": session_id, "seqs": unread})
+    opened = {row.seq: row.item for row in stored_rows(conn, keys, session_id, found)}
+    return [
+        replace(turn, user_text=_content(opened.get(turn.first_seq)))
+        if turn.first_seq in opened
+        else turn
+        for turn in turns
+    ]
+
+
+def _content(item: dict[str, object] | None) -> str | None:
+    content = None if item is None else item.get("content")
+    if content is None or isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+
+
+def tx_tool_usage(conn: Connection, session_id: str) -> list[tuple[str, int, int]]:
+    """(tool, calls, turn) for every tool called in every turn, in turn order."""
+    rows = conn.execute(_TOOL_USAGE, {"sid": session_id})
+    return [(str(tool), int(calls), int(turn)) for tool, calls, turn in rows]
