@@ -58,6 +58,8 @@ from ._errors import (
 from ._events import Event
 from ._history_check import ChainReport
 from ._items import text_of
+from ._model_calls import CallUsage, ModelCall
+from ._prices import Price
 from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
 from ._search import SearchHit
 from ._store import SessionStore
@@ -115,6 +117,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "ArchiveSinkError",
     "AwsKmsKey",
+    "CallUsage",
     "ChainReport",
     "CompactionError",
     "CompactionErrorReason",
@@ -136,6 +139,8 @@ __all__ = [
     "KeyringError",
     "LocalKey",
     "MissingKeyError",
+    "ModelCall",
+    "Price",
     "QueryRejectedError",
     "ReadOnlyStoreError",
     "Redactor",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._config import KeySettings, SessionStoreConfig, load_config
 from ._crypto import ACTIVE_KEY_ENV, KEY_FILE_ENV, KEYS_ENV, Keyring
 from ._errors import ConfigError
+from ._prices import Price
 from ._redaction import Redactor
 
 if TYPE_CHECKING:
@@ -115,6 +116,10 @@ def build_store(
         redact_archives=config.store.redact_archives,
         encrypt_payloads=config.store.encrypt_payloads,
         verify_on_load=config.store.verify_on_load,
+        prices={
+            name: Price(price.input, price.cached_input, price.output)
+            for name, price in config.store.prices.items()
+        },
         publisher=build_event_bus(config),
     )
 

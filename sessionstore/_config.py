@@ -51,6 +51,16 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 # ---------------------------------------------------------------- sections
 
 
+class PriceSetting(BaseModel):
+    """A model's price, USD per 1M tokens (cached input: the price of a cache hit)."""
+
+    model_config = _FROZEN
+
+    input: float = Field(ge=0)
+    cached_input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class StoreSettings(BaseModel):
     """How SessionStore opens its database and protects what it stores."""
 
@@ -65,6 +75,8 @@ class StoreSettings(BaseModel):
     encrypt_payloads: bool = False
     redact_archives: bool = False
     verify_on_load: bool = False  # prove every load of the active context against its chain
+    # USD per 1M tokens by model name, added to (or replacing) the default price table.
+    prices: dict[str, PriceSetting] = Field(default_factory=dict)
 
 
 class SummarizerSettings(BaseModel):

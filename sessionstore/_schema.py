@@ -235,6 +235,33 @@ events: Final = sa.Table(
     sa.Index(None, "ts"),
 )
 
+# One row per model call an adapter saw (0012): what was sent (the stored rows' seq range, how
+# many unsaved items followed, a token estimate and a SHA-256 of the input) and, once the
+# response came back, its usage and cost. `call` numbers a session's calls 1, 2, 3...
+model_calls: Final = sa.Table(
+    "model_calls",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    # No foreign key: usage and cost outlive the session, like events.
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("call", sa.Integer, nullable=False),
+    _created_at(),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("context_from_seq", sa.BigInteger, nullable=True),
+    sa.Column("context_to_seq", sa.BigInteger, nullable=True),
+    sa.Column("unsaved_items", sa.Integer, nullable=True),
+    sa.Column("input_items", sa.Integer, nullable=True),
+    sa.Column("input_tokens_est", sa.Integer, nullable=True),
+    sa.Column("input_sha256", sa.String(64), nullable=True),
+    sa.Column("input_tokens", sa.Integer, nullable=True),
+    sa.Column("cached_tokens", sa.Integer, nullable=True),
+    sa.Column("output_tokens", sa.Integer, nullable=True),
+    sa.Column("reasoning_tokens", sa.Integer, nullable=True),
+    sa.Column("cost_usd", sa.Float, nullable=True),
+    sa.UniqueConstraint("session_id", "call"),
+    sa.Index(None, "created_at"),
+)
+
 # ------------------------------------------------------------ retention (0002)
 
 # Exactly which rows an archive holds, so retention can purge a row's plaintext

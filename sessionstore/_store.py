@@ -53,7 +53,19 @@ from ._items import (
 )
 from ._loops import LoopSafeLock
 from ._migrations import ensure_schema
+from ._model_calls import (
+    USAGE_GROUPS,
+    CallUsage,
+    ModelCall,
+    input_sha256,
+    tx_attach_usage,
+    tx_calls,
+    tx_record_call,
+    tx_usage,
+    usage_by_turn,
+)
 from ._payload_sealing import SessionKeys
+from ._prices import DEFAULT_PRICES, Price, cost_usd, price_of
 from ._redaction import Redactor, redaction_disabled_event
 from ._rows import (
     ITEM_COLUMNS,
@@ -369,6 +381,7 @@ class SessionStore:
         publisher: Publisher | None = None,
         read_only: bool = False,
         verify_on_load: bool = False,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -394,6 +407,8 @@ class SessionStore:
         `verify_on_load` proves every `load_context` against the session's hash chain
         (HistoryTamperedError instead of edited, injected or removed rows; see
         `verify_history` for the whole history).
+        `prices` (model name -> Price, USD per 1M tokens) add to or replace the default
+        price table that prices recorded model calls.
         """
         if engine is not None and url is not None:
             raise TypeError("pass a url or an engine, not both")
@@ -425,6 +440,7 @@ class SessionStore:
         self.session_keys = SessionKeys(self.keyring, encrypt_new=encrypt_payloads)
         self.publisher = publisher
         self.verify_on_load = check_flag("verify_on_load", verify_on_load)
+        self.prices: dict[str, Price] = {**DEFAULT_PRICES, **(prices or {})}
         if read_only and create_tables:
             raise TypeError("a read-only store cannot create tables: drop create_tables=True")
         self.read_only = read_only
@@ -740,6 +756,91 @@ class SessionStore:
         return await self.database.read(
             tx_search, words, session_id, limit, self.session_keys, redactor
         )
+
+    async def record_model_call(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        unsaved_items: int = 0,
+        unsaved_tokens: int = 0,
+    ) -> int:
+        """Record a model call about to be sent `items` (the last `unsaved_items` of them not
+        stored yet); returns the id to attach its usage to (`record_usage`)."""
+        check_session_id(session_id)
+        items = item_list(items)
+        if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
+            digest = await asyncio.to_thread(input_sha256, items)
+        else:
+            digest = input_sha256(items)
+        await self.ensure_ready()
+        return await self.database.write(
+            tx_record_call,
+            session_id,
+            model=model,
+            input_items=len(items),
+            unsaved_items=check_non_negative("unsaved_items", unsaved_items, allow_none=False),
+            unsaved_tokens=check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False),
+            digest=digest,
+        )
+
+    async def record_usage(
+        self,
+        session_id: str,
+        usages: Sequence[CallUsage],
+        *,
+        calls: Sequence[tuple[int, str | None]] = (),
+        model: str | None = None,
+    ) -> None:
+        """Attach the usage providers reported, in order, to recorded calls (row id, model)
+        and price it; usage beyond them is recorded as calls of `model` with unknown input."""
+        check_session_id(session_id)
+        if not usages:
+            return
+
+        def priced(usage: CallUsage, name: str | None) -> float | None:
+            price = price_of(self.prices, name)
+            return cost_usd(price, usage.input_tokens, usage.cached_tokens, usage.output_tokens)
+
+        attached = [
+            (row_id, usage, priced(usage, name))
+            for (row_id, name), usage in zip(calls, usages, strict=False)
+        ]
+        unmatched = [(usage, priced(usage, model)) for usage in usages[len(calls) :]]
+        await self.ensure_ready()
+        await self.database.write(tx_attach_usage, session_id, attached, unmatched, model)
+
+    async def model_calls(self, session_id: str) -> list[ModelCall]:
+        """The session's recorded model calls, in order (`call` 1, 2, 3...)."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(tx_calls, session_id)
+
+    async def usage(
+        self,
+        *,
+        by: str = "session",
+        session_id: str | None = None,
+        since: datetime | None = None,
+    ) -> list[dict[str, Any]]:
+        """Model calls, tokens (input, cached, output, reasoning) and cost in USD, per
+        `by` ("session", "model" or "day"), optionally of one session and since a time."""
+        if by not in USAGE_GROUPS:
+            raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, got {by!r}")
+        if session_id is not None:
+            check_session_id(session_id)
+        if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
+            raise ValueError("since must be a timezone-aware datetime")
+        await self.ensure_ready()
+        return await self.database.read(tx_usage, by, session_id, since)
+
+    async def turn_usage(self, session_id: str) -> dict[int, dict[str, int]]:
+        """Requests and tokens per turn, for the calls whose input was recorded (a call
+        belongs to the turn of the newest row it was sent)."""
+        calls = await self.model_calls(session_id)
+        starts = [(turn.turn, turn.first_seq) for turn in await self.turns(session_id)]
+        return usage_by_turn(calls, starts)
 
     async def turns(self, session_id: str) -> list[Turn]:
         """The session's turns (the `turns` view): each user message starts one."""

@@ -21,6 +21,7 @@ from ._retention import retention_app
 from ._schema import schema
 from ._search import search
 from ._sessions import sessions_app
+from ._usage import usage
 from ._verify import verify
 
 app = typer.Typer(
@@ -60,6 +61,7 @@ app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)
 app.command()(search)
+app.command()(usage)
 app.command()(schema)
 app.command()(doctor)
 app.command()(verify)

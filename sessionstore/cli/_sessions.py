@@ -129,18 +129,22 @@ def _rows(
     history: bool,
     redact: bool,
     as_of: str | None = None,
+    call: int | None = None,
 ) -> tuple[list[StoredRow], Redactor]:
     """The session's rows and the redactor to print them with (the config's patterns)."""
-    if history and as_of is not None:
+    if sum((history, as_of is not None, call is not None)) > 1:
         raise typer.BadParameter(
-            "--history shows every row; leave out one of them", param_hint="--as-of"
+            "--history, --as-of and --call each choose the rows; give one of them",
+            param_hint="--as-of",
         )
     point = None if as_of is None else parse_point(as_of, "--as-of")
 
     async def go() -> tuple[list[StoredRow], Redactor]:
         async with open_store(url, config, read_only=True) as store:
             await require_session(store, session_id)
-            if point is not None:
+            if call is not None:
+                found = await _call_input(store, session_id, call)
+            elif point is not None:
                 _, found = await store.rows_as_of(session_id, point)
             elif history:
                 found = await store.history(session_id)
@@ -164,6 +168,30 @@ def _rows(
         )
         raise typer.Exit(EXIT_FAILED)
     return rows, redactor
+
+
+async def _call_input(store: SessionStore, session_id: str, number: int) -> list[StoredRow]:
+    """The rows model call `number` was sent: the stored context then, and the items the
+    run had not stored yet (stored right after)."""
+    found = [call for call in await store.model_calls(session_id) if call.call == number]
+    if not found:
+        err_console.print(shown(f"session {session_id!r} has no model call {number}"))
+        raise typer.Exit(EXIT_FAILED)
+    [call] = found
+    if call.context_to_seq is None or call.unsaved_items is None:
+        err_console.print(
+            shown(
+                f"model call {number} was recorded from its usage alone (no input_filter in "
+                "the run), so what it was sent is unknown"
+            )
+        )
+        raise typer.Exit(EXIT_FAILED)
+    _, stored = await store.rows_as_of(session_id, call.context_to_seq)
+    last = call.context_to_seq + call.unsaved_items
+    unsaved = [
+        row for row in await store.history(session_id) if call.context_to_seq < row.seq <= last
+    ]
+    return [*visible_rows(stored), *unsaved]
 
 
 def _window(rows: list[StoredRow], seqs: str | None, limit: int | None, tail: int | None) -> Any:
@@ -193,16 +221,22 @@ def show(
     limit: Annotated[int | None, typer.Option(min=1, help="The first N rows.")] = None,
     tail: Annotated[int | None, typer.Option(min=1, help="The last N rows.")] = None,
     as_of: AsOfOption = None,
+    call: Annotated[
+        int | None,
+        typer.Option("--call", min=1, help="What model call N was sent (see `usage`)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
-    rows, redactor = _rows(url, config, session_id, history, redact, as_of)
+    rows, redactor = _rows(url, config, session_id, history, redact, as_of, call)
     rows = _window(rows, seqs, limit, tail)
     if as_json:
         emit_json([_row_dict(row, redactor) for row in rows])
         return
     what = "history" if history else "active context"
+    if call is not None:
+        what = f"what model call {call} was sent"
     title = shown(f"{session_id}: {what}" + (f" as of {as_of}" if as_of else ""))
     table = Table(title=title)
     for column in ("seq", "kind", "role/type", "tool", "tokens", "text"):

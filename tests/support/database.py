@@ -16,6 +16,7 @@ from sessionstore._schema import archives, events, messages, sessions
 # Every table, children before parents (the order deletes must take).
 TABLES = (
     "events",
+    "model_calls",
     "archive_members",
     "archives",
     "compactions",

@@ -64,15 +64,35 @@ async def filter_model_input(
         # Not a SQLSession run of this manager's store: nothing to persist, only hygiene.
         return _model_input(items, instructions)
     unsaved = items[min(run.stored_prefix, len(items)) :]
+    unsaved_tokens = sum(manager.estimator.count_item(item) for item in unsaved)
     await manager.before_model_call(
         run.session_id,
-        unsaved_tokens=sum(manager.estimator.count_item(item) for item in unsaved),
+        unsaved_tokens=unsaved_tokens,
         instructions=instructions,
         tools=tool_schemas(data.agent),
     )
     if run.compacted:  # marked by the run observer when the stored context was rewritten
         items = [*await manager.store.load_context(run.session_id), *unsaved]
-    return _model_input(items, instructions)
+    sent = _model_input(items, instructions)
+    model = model_name(data.agent)
+    row_id = await manager.store.record_model_call(
+        run.session_id,
+        sent.input,
+        model=model,
+        unsaved_items=len(unsaved),
+        unsaved_tokens=unsaved_tokens,
+    )
+    run.pending_calls.append((row_id, model))
+    return sent
+
+
+def model_name(agent: Agent[Any]) -> str | None:
+    """The model an agent calls, when it names one (a string, or a Model with `.model`)."""
+    model = agent.model
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else None
 
 
 def _model_input(items: list[Any], instructions: str | None) -> ModelInputData:

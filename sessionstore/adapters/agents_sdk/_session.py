@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ... import (
+    CallUsage,
     HistoryPoint,
     Rewind,
     SessionStore,
@@ -29,7 +30,7 @@ from ... import (
     item_list,
 )
 from ._observer import watch_runs
-from ._tracking import track_load, track_save
+from ._tracking import current_run, track_load, track_save
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -124,18 +125,30 @@ class SQLSession:
         )
         return cls(session_id, store, session_settings=session_settings, owns_store=True)
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The active context; `limit` (or session_settings.limit) keeps the newest N."""
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[TResponseInputItem]:
+        """The active context; `limit` (or session_settings.limit) keeps the newest N.
+
+        Every method takes the SDK's `wrapper` (the run context), so the Runner hands it
+        over; `add_items` reads the run's per-call usage from it."""
         effective = resolve_session_limit(limit, self.session_settings)
         items = await self.store.load_context(self.session_id, effective)
         track_load(self.session_id, id(self.store), len(items))
         return items  # type: ignore[return-value]
 
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
+    async def add_items(
+        self,
+        items: list[TResponseInputItem],
+        *,
+        wrapper: RunContextWrapper[Any] | None = None,
+    ) -> None:
         """Append items (all or nothing); with a manager, truncate and maybe compact.
 
         If the database goes away and the outcome is unknown, it retries once with the
-        batch's idempotency token: the items are stored exactly once either way.
+        batch's idempotency token: the items are stored exactly once either way. The
+        usage of the run's model calls since the last save (from `wrapper`) is stored
+        with the calls the input filter recorded (`store.model_calls`), priced.
         """
         batch = item_list(items)  # read once: a retry must send the same items
         try:
@@ -145,6 +158,8 @@ class SQLSession:
                 raise
             await self._append(batch, error.token)
         track_save(self.session_id, id(self.store), len(batch))
+        if wrapper is not None:
+            await self._record_usage(wrapper)
         if self.manager is not None and batch:
             await self.manager.maybe_compact(self.session_id)
 
@@ -154,11 +169,33 @@ class SQLSession:
         else:
             await self.manager.append(self.session_id, items, token=token)
 
-    async def pop_item(self) -> TResponseInputItem | None:
+    async def _record_usage(self, wrapper: RunContextWrapper[Any]) -> None:
+        run = current_run(self.session_id, id(self.store))
+        if run is None:  # not inside a run that loaded this session: which calls are new?
+            return
+        entries = list(wrapper.usage.request_usage_entries)
+        new = entries[run.usage_seen :]
+        run.usage_seen = len(entries)
+        calls = run.pending_calls[: len(new)]
+        del run.pending_calls[: len(new)]
+        usages = [
+            CallUsage(
+                input_tokens=entry.input_tokens,
+                cached_tokens=entry.input_tokens_details.cached_tokens or 0,
+                output_tokens=entry.output_tokens,
+                reasoning_tokens=entry.output_tokens_details.reasoning_tokens or 0,
+            )
+            for entry in new
+        ]
+        await self.store.record_usage(self.session_id, usages, calls=calls)
+
+    async def pop_item(
+        self, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded as a tombstone row)."""
         return await self.store.pop(self.session_id)  # type: ignore[return-value]
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Empty the active context (recorded as a clear marker row)."""
         await self.store.clear(self.session_id)
 
@@ -206,6 +243,34 @@ class SQLSession:
         """(tool_name, calls, turn) for every tool called, like AdvancedSQLiteSession's."""
         return await self.store.tool_usage(self.session_id)
 
+    async def get_session_usage(self) -> dict[str, int] | None:
+        """Requests and tokens of the session's recorded model calls, shaped like
+        AdvancedSQLiteSession's (captured automatically: no `store_run_usage` to call)."""
+        found = await self.store.usage(session_id=self.session_id)
+        if not found:
+            return None
+        [row] = found
+        total = int(row["input_tokens"]) + int(row["output_tokens"])
+        turns = len(await self.store.turn_usage(self.session_id))
+        return {
+            "requests": int(row["calls"]),
+            "input_tokens": int(row["input_tokens"]),
+            "output_tokens": int(row["output_tokens"]),
+            "total_tokens": total,
+            "total_turns": turns,
+        }
+
+    async def get_turn_usage(
+        self, user_turn_number: int | None = None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """Requests and tokens per user turn (calls whose input the input filter recorded),
+        shaped like AdvancedSQLiteSession's; `{}` for a turn without any."""
+        by_turn = await self.store.turn_usage(self.session_id)
+        rows = [_turn_usage(turn, totals) for turn, totals in sorted(by_turn.items())]
+        if user_turn_number is None:
+            return rows
+        return next((row for row in rows if row["user_turn_number"] == user_turn_number), {})
+
     async def run_compaction(
         self,
         args: OpenAIResponsesCompactionArgs | None = None,
@@ -228,6 +293,18 @@ class SQLSession:
         """Close the store if this session created it (from_url)."""
         if self._owns_store:
             await self.store.close()
+
+
+def _turn_usage(turn: int, totals: dict[str, int]) -> dict[str, Any]:
+    return {
+        "user_turn_number": turn,
+        "requests": totals["requests"],
+        "input_tokens": totals["input_tokens"],
+        "output_tokens": totals["output_tokens"],
+        "total_tokens": totals["input_tokens"] + totals["output_tokens"],
+        "input_tokens_details": {"cached_tokens": totals["cached_tokens"]},
+        "output_tokens_details": {"reasoning_tokens": totals["reasoning_tokens"]},
+    }
 
 
 def _preview(text: str, length: int = 100) -> str:

@@ -12,7 +12,7 @@ compacted, to rebuild the input from the store.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -24,6 +24,10 @@ class RunTracking:
     history_len: int  # items get_items returned at the start of the run
     saved: int = 0  # items add_items stored since
     compacted: bool = False  # the stored context changed under the SDK's copy
+    # Model calls recorded by the input filter, (row id, model), awaiting their usage; and how
+    # many of the run's per-request usage entries were already stored.
+    pending_calls: list[tuple[int, str | None]] = field(default_factory=list)
+    usage_seen: int = 0
 
     @property
     def stored_prefix(self) -> int:
