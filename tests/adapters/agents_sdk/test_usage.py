@@ -77,6 +77,7 @@ async def test_every_model_call_is_recorded_with_its_usage_and_cost(
             "total_turns": 2,
         }
         per_turn = await session.get_turn_usage()
+        assert isinstance(per_turn, list)
         assert [(t["user_turn_number"], t["requests"]) for t in per_turn] == [(1, 2), (2, 1)]
         assert await session.get_turn_usage(2) == per_turn[1]
         assert per_turn[1]["output_tokens_details"] == {"reasoning_tokens": 8}
