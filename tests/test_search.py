@@ -10,10 +10,10 @@ import pytest
 from sessionstore import SessionStore
 from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention
-from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.cli import SECRET
 from tests.support.database import age
 from tests.support.histories import assistant, call, output, user
+from tests.support.managers import small_window_manager
 
 
 async def test_search_finds_rows_holding_every_word(store: SessionStore) -> None:
@@ -60,13 +60,7 @@ async def test_sealed_rows_and_carries_are_not_indexed(db_url: str) -> None:
         await sealed.append("sealed", [user("confidential merger codename bluebird")])
         assert await sealed.search("bluebird") == []
     async with SessionStore(db_url) as store:
-        manager = CompactionManager(
-            CompactionConfig(
-                max_context_tokens=2_000,
-                policy=CompactionPolicy(hard_cap_buffer=50, keep_recent_turns=1),
-                store=store,
-            )
-        )
+        manager = small_window_manager(store)
         for n in range(6):
             await store.append("plain", [user(f"step {n} about the zebra"), assistant("ok")])
         assert (await manager.compact("plain", trigger="manual")).compacted
@@ -75,13 +69,7 @@ async def test_sealed_rows_and_carries_are_not_indexed(db_url: str) -> None:
 
 
 async def test_retention_and_deletion_take_rows_out_of_the_index(store: SessionStore) -> None:
-    manager = CompactionManager(
-        CompactionConfig(
-            max_context_tokens=2_000,
-            policy=CompactionPolicy(hard_cap_buffer=50, keep_recent_turns=1),
-            store=store,
-        )
-    )
+    manager = small_window_manager(store)
     for n in range(6):
         await store.append("s", [user(f"fact {n}"), assistant(f"walrus {n} acknowledged")])
     assert (await manager.compact("s", trigger="manual")).compacted

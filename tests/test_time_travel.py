@@ -12,18 +12,12 @@ from hypothesis import strategies as st
 
 from sessionstore import HistoryPoint, HistoryPointError, SessionStore
 from sessionstore._crypto import Keyring, LocalKey
-from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.database import scalar
 from tests.support.histories import assistant, call, output, user
 from tests.support.invariants import assert_session_invariants
+from tests.support.managers import small_window_manager
 
 TURN = [user("look up order 7"), call("c1", "lookup", order=7), output("c1", "shipped")]
-
-
-def manager_for(store: SessionStore) -> CompactionManager:
-    """A manager whose manual compactions always have something to summarize."""
-    policy = CompactionPolicy(hard_cap_buffer=50, keep_recent_turns=1)
-    return CompactionManager(CompactionConfig(max_context_tokens=2_000, policy=policy, store=store))
 
 
 async def test_as_of_returns_each_earlier_context(store: SessionStore) -> None:
@@ -55,7 +49,7 @@ async def test_time_and_version_points(store: SessionStore) -> None:
     assert await store.load_context("s", as_of=datetime.now(UTC) - timedelta(days=1)) == []
     now = await store.load_context("s", as_of=datetime.now(UTC) + timedelta(hours=1))
     assert now == TURN
-    manager = manager_for(store)
+    manager = small_window_manager(store)
     for n in range(6):
         await store.append("s", [user(f"step {n}: check item {n}"), assistant(f"item {n} ok")])
     assert (await manager.compact("s", trigger="manual")).compacted
@@ -118,7 +112,7 @@ async def test_rewind_restores_the_context_and_deletes_nothing(store: SessionSto
 async def test_rewind_of_a_compacted_session_and_of_an_encrypted_one(db_url: str) -> None:
     keyring = Keyring([LocalKey.generate("k1")])
     async with SessionStore(db_url, keyring=keyring, encrypt_payloads=True) as store:
-        manager = manager_for(store)
+        manager = small_window_manager(store)
         for n in range(8):
             await store.append("s", [user(f"secret plan step {n}"), assistant(f"ok {n}")])
         before = await store.load_context("s")
@@ -172,7 +166,7 @@ async def test_as_of_equals_what_each_load_returned(db_url: str, ops: list[Any])
     a load returned once that seq's write ended, and seqs stay gapless."""
     sid = f"travel-{abs(hash(str(ops)))}"
     async with SessionStore(db_url, create_tables=True) as store:
-        manager = manager_for(store)
+        manager = small_window_manager(store)
         loads: dict[int, list[dict[str, Any]]] = {0: []}
         user_turns: list[int] = []  # for each user message appended: the seq before its batch
         versions: dict[int, int] = {}  # compaction version -> last seq after it
