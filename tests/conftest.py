@@ -134,3 +134,21 @@ def aws_endpoint() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+# The longest tests, started first so the two CI workers finish together: queued last, one
+# of them alone kept a worker busy for minutes while the other idled.
+_LONGEST_FIRST = (
+    "test_readme.py::test_every_readme_block_runs",
+    "test_eval_paraphrase.py",
+    "test_soak.py",
+    "test_eval_retention.py",
+    "test_examples.py",
+    "test_store_threads.py",
+    "test_time_travel.py::test_as_of_equals",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, the same on every worker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(name in item.nodeid for name in _LONGEST_FIRST))
