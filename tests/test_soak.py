@@ -43,7 +43,7 @@ from sessionstore.compaction import (
 from tests.support.histories import words
 from tests.support.invariants import assert_session_invariants
 
-SOAK_RUNS: Final = int(os.environ.get("SESSIONSTORE_SOAK_RUNS", "16"))
+SOAK_RUNS: Final = int(os.environ.get("SESSIONSTORE_SOAK_RUNS", "8"))
 PG_RUNS: Final = max(8, SOAK_RUNS // 10)  # the same runs on PostgreSQL: a sample suffices
 STRATEGIES: Final = (
     "task_state",

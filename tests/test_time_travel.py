@@ -158,7 +158,7 @@ _op = st.one_of(
 
 
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(ops=st.lists(_op, max_size=14))
 async def test_as_of_equals_what_each_load_returned(db_url: str, ops: list[Any]) -> None:
