@@ -48,4 +48,7 @@ def decode_archive(body: bytes, content_sha256: str) -> list[dict[str, Any]]:
     lines = zlib.decompress(body)
     if hashlib.sha256(lines).hexdigest() != content_sha256:
         raise ValueError("archive content does not match its recorded SHA-256")
-    return [json.loads(line) for line in lines.decode("utf-8", "surrogatepass").splitlines()]
+    # Split on "\n" alone: splitlines() would also cut at U+0085, U+2028 or \x1c-\x1e, which
+    # JSON leaves unescaped inside strings, and the archive would no longer open.
+    text = lines.decode("utf-8", "surrogatepass")
+    return [json.loads(line) for line in text.split("\n") if line]
