@@ -19,8 +19,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._arguments import check_session_id, item_list
+from ._branches import Fork
 from ._errors import (
     ArchiveSinkError,
+    BranchError,
     CompactionError,
     CompactionErrorReason,
     ConfigError,
@@ -117,6 +119,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "ArchiveSinkError",
     "AwsKmsKey",
+    "BranchError",
     "CallUsage",
     "ChainReport",
     "CompactionError",
@@ -126,6 +129,7 @@ __all__ = [
     "DuplicateAppendError",
     "EncodingUnavailableError",
     "Event",
+    "Fork",
     "HistoryPoint",
     "HistoryPointError",
     "HistoryTamperedError",

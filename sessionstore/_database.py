@@ -41,6 +41,7 @@ from ._group_commit import GroupCommit
 from ._hot_path import (
     PG_ACTIVE_SQL,
     PG_APPEND_SQL,
+    PG_LINEAGE_SQL,
     PG_SESSION_STATE_SQL,
     STATE_NAMES,
     pg_append_args,
@@ -193,9 +194,10 @@ class Database(Protocol):
         a batch in one transaction; its seqs."""
         ...
 
-    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
-        context, payloads as JSON text, in one statement."""
+        context, payloads as JSON text, in one statement; `lineage` includes the rows a
+        branch shares with its ancestors (the plain statement returns none for it)."""
         ...
 
     async def dispose(self) -> None:
@@ -317,9 +319,9 @@ class SQLiteDatabase:
         check_writable(self.read_only, self._where)
         return await outcome_of(self._appends.submit(batch, keys))
 
-    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
+    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()
-        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id,))
+        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id, lineage))
         return await loop.run_in_executor(self._readers, job)
 
     def _close_writer(self) -> None:
@@ -582,8 +584,8 @@ class PostgresDatabase:
             return dict.fromkeys(STATE_NAMES) | {"last_seq": 0}
         return dict(rows[0])
 
-    async def active_rows(self, session_id: str) -> Sequence[Sequence[Any]]:
-        return await self.fetch_statement(PG_ACTIVE_SQL, session_id)
+    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
+        return await self.fetch_statement(PG_LINEAGE_SQL if lineage else PG_ACTIVE_SQL, session_id)
 
     def _translate(
         self, error: Exception, writing: bool, *, may_have_committed: bool

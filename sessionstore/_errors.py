@@ -26,6 +26,7 @@ safe to log. One tree:
     ├── SealedDataError                          sealed data cannot be opened
     ├── HistoryTamperedError                     a session's rows do not verify against its chain
     ├── HistoryPointError (ValueError)           a point of a session's history that is not there
+    ├── BranchError (ValueError)                 a fork that cannot be made, a parent still shared
     ├── KeyInUseError                            a key still wraps data and cannot be retired
     ├── ArchiveSinkError                         a file or S3 copy of an archive failed
     ├── ImportSourceError (ValueError)           an SDK database we cannot read
@@ -193,6 +194,11 @@ class HistoryPointError(SessionStoreError, ValueError):
     def __init__(self, session_id: str, point: object, why: str) -> None:
         super().__init__(f"session {session_id!r} has no {point} to go back to: {why}")
         self.session_id = session_id
+
+
+class BranchError(SessionStoreError, ValueError):
+    """A fork or branch operation that cannot be done: the branch's id is taken, the parent
+    does not exist, or a session with live branches was to be deleted."""
 
 
 class KeyInUseError(SessionStoreError):

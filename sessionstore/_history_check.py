@@ -19,8 +19,9 @@ from ._chain import genesis, link, payload_digest
 from ._errors import HistoryTamperedError, SessionStoreError
 from ._payload_sealing import SessionKeys
 from ._ranges import runs
-from ._rows import decode_payloads, visible_in_order
+from ._rows import StoredRow, decode_payloads, visible_in_order
 from ._schema import KIND_CARRY, KIND_CLEAR, KIND_SUMMARY, compactions, messages, sessions
+from ._time_travel import Lineage, inherited_rows, lineage
 
 _MAX_PROBLEMS: Final = 20  # a report names the first problems, then counts the rest
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
@@ -129,10 +130,10 @@ def _rows(conn: Connection, session: Mapping[str, Any], from_seq: int) -> list[d
     return [dict(row._mapping) for row in conn.execute(_ROWS_FROM, params)]
 
 
-def _expected_start(rows: Sequence[Mapping[str, Any]]) -> int:
+def _expected_start(rows: Sequence[Mapping[str, Any]], first: int) -> int:
     """Where the active context starts according to the rows themselves: after the last
-    clear, or at the first row the last compaction wrote."""
-    start = 1
+    clear, at the first row the last compaction wrote, or at the first own row (`first`)."""
+    start = first
     seen: set[int] = set()
     for row in rows:
         if row["kind"] == KIND_CLEAR:
@@ -147,10 +148,11 @@ def _check_start(
     conn: Connection,
     session: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
+    line: Lineage,
     findings: _Findings,
 ) -> None:
     start = int(session["context_start_seq"])
-    expected = _expected_start(rows)
+    expected = _expected_start(rows, line.fork_seq + 1)
     if start == expected:
         return
     last = int(session["last_seq"])
@@ -162,11 +164,16 @@ def _check_start(
 
 
 def _check_counters(
-    session: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], findings: _Findings
+    session: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    inherited: Sequence[StoredRow],
+    findings: _Findings,
 ) -> None:
     start = int(session["context_start_seq"])
-    window = [(row["seq"], row["kind"], row["ref_seq"], row) for row in rows if row["seq"] >= start]
-    visible = [entry[3] for entry in visible_in_order(window)]
+    window = [(row.seq, row.kind, row.ref_seq) for row in inherited] + [
+        (row["seq"], row["kind"], row["ref_seq"]) for row in rows if row["seq"] >= start
+    ]
+    visible = visible_in_order(window)
     if int(session["context_items"]) != len(visible):
         findings.add(
             f"the session row counts {session['context_items']} items in the context, its "
@@ -177,12 +184,16 @@ def _check_counters(
 def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainReport:
     """Walk a session's whole history and report what does not hold."""
     session = _session(conn, session_id)
+    line = lineage(conn, session_id)
     rows = _rows(conn, session, 1)
     findings = _Findings()
+    if line.parent is not None:  # the rows a branch shares are proven by its parent's chain
+        for problem in tx_verify(conn, line.parent, keys).problems:
+            findings.add(f"parent {line.parent!r}: {problem}")
     last = int(session["last_seq"])
     seqs = [row["seq"] for row in rows]
-    if len(seqs) != last:
-        missing = sorted(set(range(1, last + 1)) - set(seqs))
+    if len(seqs) != last - line.fork_seq:
+        missing = sorted(set(range(line.fork_seq + 1, last + 1)) - set(seqs))
         rows_are = "row {} is" if len(missing) == 1 else "rows {} are"
         findings.add(f"{rows_are.format(', '.join(runs(missing)))} missing (deleted)")
     start = session["chain_start_seq"]
@@ -214,8 +225,8 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
             "has one since migration 0009), or its rows were written around the store"
         )
     _check_downgrade(session, rows, findings)
-    _check_start(conn, session, rows, findings)
-    _check_counters(session, rows, findings)
+    _check_start(conn, session, rows, line, findings)
+    _check_counters(session, rows, inherited_rows(conn, session_id, keys), findings)
     warnings = []
     if unchained:
         warnings.append(
@@ -270,22 +281,32 @@ def tx_checked_active(conn: Connection, session_id: str, keys: SessionKeys) -> l
     if session_row is None:
         return []
     session = dict(session_row._mapping)
+    line = lineage(conn, session_id)
     start = int(session["context_start_seq"])
     rows = _rows(conn, session, max(start - 1, 1))
     findings = _Findings()
+    if line.inherits:  # the context begins with the parent's rows: prove the parent's chain
+        assert line.parent is not None
+        for problem in tx_verify(conn, line.parent, keys).problems:
+            findings.add(f"parent {line.parent!r}: {problem}")
     if session["chain_start_seq"] is not None:
         _check_chain_tail(session, rows, keys, findings)
     elif rows:
         findings.add("the session has rows but no chain start: its chain was stripped")
     window = [row for row in rows if row["seq"] >= start]
-    _check_window_start(conn, session, rows, window, findings)
+    _check_window_start(conn, session, rows, window, line, findings)
     _check_downgrade(session, window, findings)
     if findings.problems:
         raise HistoryTamperedError(session_id, findings.listed())
     plain = keys.opener(conn, session_id)
-    shaped = [(row["seq"], row["kind"], row["ref_seq"], row) for row in window]
+    inherited = inherited_rows(conn, session_id, keys) if line.inherits else []
+    shaped: list[tuple[Any, ...]] = [(r.seq, r.kind, r.ref_seq, r.item, None) for r in inherited]
+    shaped += [(r["seq"], r["kind"], r["ref_seq"], None, r) for r in window]
     return decode_payloads(
-        [plain(r["seq"], r["payload"], r["payload_sealed"]) for *_, r in visible_in_order(shaped)]
+        [
+            item if r is None else plain(r["seq"], r["payload"], r["payload_sealed"])
+            for *_, item, r in visible_in_order(shaped)
+        ]
     )
 
 
@@ -322,14 +343,15 @@ def _check_window_start(
     session: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
     window: Sequence[Mapping[str, Any]],
+    line: Lineage,
     findings: _Findings,
 ) -> None:
-    """The context starts at 1, right after a clear or at a compaction's first row, and no
-    later clear or compaction lies inside it."""
+    """The context starts at the session's first own row, right after a clear or at a
+    compaction's first row, and no later clear or compaction lies inside it."""
     start = int(session["context_start_seq"])
     before = next((row for row in rows if row["seq"] == start - 1), None)
     first = window[0] if window and window[0]["seq"] == start else None
-    opens = start == 1 or (before is not None and before["kind"] == KIND_CLEAR)
+    opens = start == line.fork_seq + 1 or (before is not None and before["kind"] == KIND_CLEAR)
     if first is not None and first["kind"] in (KIND_CARRY, KIND_SUMMARY):
         opens = opens or before is None or before["compaction_id"] != first["compaction_id"]
     if not opens and first is None and start == int(session["last_seq"]) + 1:

@@ -140,16 +140,39 @@ PG_APPEND_SQL: Final = """
 PG_SESSION_STATE_SQL: Final = f"SELECT {', '.join(STATE_NAMES)} FROM sessions WHERE session_id = $1"
 # The active context in one driver-level statement, rows shaped (seq, kind, ref_seq, payload,
 # payload_sealed): payloads come back as JSON text and are parsed in one call, with no per-row
-# work in between.
+# work in between. A branch whose context still begins with its parent's returns no rows here
+# (the store then reads its lineage).
 _ACTIVE_SQL: Final = """
     SELECT m.seq, m.kind, m.ref_seq, m.payload{cast}, m.payload_sealed
     FROM messages m
     WHERE m.session_id = {sid}
-      AND m.seq >= (SELECT s.context_start_seq FROM sessions s WHERE s.session_id = {sid})
+      AND m.seq >= (SELECT s.context_start_seq FROM sessions s WHERE s.session_id = {sid}
+                    AND (s.fork_seq IS NULL OR s.context_start_seq > s.fork_seq + 1))
+    ORDER BY m.seq
+"""
+# The same for a branch whose context begins with its ancestors': the session rows give each
+# level's shared range (the parent's context start at the fork, up to the fork), one level
+# further while that range itself began where the level's own fork left off.
+_LINEAGE_SQL: Final = """
+    WITH RECURSIVE shared(sid, first, last, parent, parent_start, fork) AS (
+        SELECT session_id, context_start_seq, last_seq, parent_session_id,
+               parent_context_start_seq, fork_seq
+        FROM sessions WHERE session_id = {sid}
+        UNION ALL
+        SELECT p.session_id, s.parent_start, s.fork, p.parent_session_id,
+               p.parent_context_start_seq, p.fork_seq
+        FROM shared s JOIN sessions p ON p.session_id = s.parent
+        WHERE s.first = s.fork + 1
+    )
+    SELECT m.seq, m.kind, m.ref_seq, m.payload{cast}, m.payload_sealed
+    FROM shared JOIN messages m
+      ON m.session_id = shared.sid AND m.seq >= shared.first AND m.seq <= shared.last
     ORDER BY m.seq
 """
 PG_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="::text", sid="$1")
+PG_LINEAGE_SQL: Final = _LINEAGE_SQL.format(cast="::text", sid="$1")
 _SQLITE_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="", sid=":sid")
+_SQLITE_LINEAGE_SQL: Final = _LINEAGE_SQL.format(cast="", sid=":sid")
 
 
 def prepared_rows(
@@ -228,6 +251,9 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
     return list(range(first, last + 1))
 
 
-def sqlite_active_rows(conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = conn.execute(_SQLITE_ACTIVE_SQL, {"sid": session_id}).fetchall()
+def sqlite_active_rows(
+    conn: sqlite3.Connection, session_id: str, lineage: bool = False
+) -> list[tuple[Any, ...]]:
+    sql = _SQLITE_LINEAGE_SQL if lineage else _SQLITE_ACTIVE_SQL
+    rows: list[tuple[Any, ...]] = conn.execute(sql, {"sid": session_id}).fetchall()
     return rows

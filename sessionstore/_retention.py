@@ -11,6 +11,8 @@ Actions:
   archived (exact membership in `archive_members`), once older than N days.
 - delete_idle_sessions: delete sessions not written for N days (their rows and
   compactions go too; their archives stay unless keep_archives is off).
+Rows a live branch shares with its parent are never purged, and a parent is not deleted
+while it has branches (SessionStore.fork).
 - delete_archives / delete_events: delete archives / events older than N days.
 """
 
@@ -124,6 +126,9 @@ async def list_policies(store: SessionStore) -> list[RetentionPolicy]:
 # ------------------------------------------------------------------ the job
 
 
+_branch: Final = sessions.alias("branch")
+
+
 def _purge_targets(cutoff: datetime) -> sa.Select[Any]:
     return (
         sa.select(messages.c.session_id, messages.c.seq)
@@ -137,7 +142,19 @@ def _purge_targets(cutoff: datetime) -> sa.Select[Any]:
         .where(
             sa.or_(messages.c.payload.is_not(None), messages.c.payload_sealed.is_not(None)),
             messages.c.created_at < cutoff,
+            ~sa.exists().where(  # rows a live branch shares stay readable
+                _branch.c.parent_session_id == messages.c.session_id,
+                _branch.c.fork_seq >= messages.c.seq,
+            ),
         )
+    )
+
+
+def _idle_sessions(cutoff: datetime) -> sa.Select[Any]:
+    """Sessions not written since `cutoff`, except parents of live branches."""
+    return sa.select(sessions.c.session_id).where(
+        sessions.c.updated_at < cutoff,
+        ~sa.exists().where(_branch.c.parent_session_id == sessions.c.session_id),
     )
 
 
@@ -153,9 +170,7 @@ def _tx_count(conn: Connection, policy: RetentionPolicy, cutoff: datetime) -> in
         case RetentionAction.PURGE_COMPACTED_PLAINTEXT:
             return _count(conn, _purge_targets(cutoff))
         case RetentionAction.DELETE_IDLE_SESSIONS:
-            return _count(
-                conn, sa.select(sessions.c.session_id).where(sessions.c.updated_at < cutoff)
-            )
+            return _count(conn, _idle_sessions(cutoff))
         case RetentionAction.DELETE_ARCHIVES:
             return _count(conn, sa.select(archives.c.id).where(archives.c.created_at < cutoff))
         case RetentionAction.DELETE_EVENTS:
@@ -176,13 +191,7 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
                     )
             return len(keys)
         case RetentionAction.DELETE_IDLE_SESSIONS:
-            ids = list(
-                conn.execute(
-                    sa.select(sessions.c.session_id)
-                    .where(sessions.c.updated_at < cutoff)
-                    .limit(batch)
-                ).scalars()
-            )
+            ids = list(conn.execute(_idle_sessions(cutoff).limit(batch)).scalars())
             if ids and not policy.keep_archives:
                 conn.execute(archives.delete().where(archives.c.session_id.in_(ids)))
             if ids:

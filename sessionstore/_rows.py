@@ -70,6 +70,8 @@ class SessionInfo:
     context_items: int
     compaction_count: int
     token_encoding: str | None
+    parent_session_id: str | None = None  # a branch's parent (SessionStore.fork)
+    fork_seq: int | None = None  # the parent's seq the branch was forked at
 
 
 def decode_payload(payload: object) -> dict[str, Any]:

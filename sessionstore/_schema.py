@@ -95,6 +95,14 @@ sessions: Final = sa.Table(
     sa.Column("chain_start_seq", sa.BigInteger, nullable=True),
     sa.Column("chain_kek_id", sa.Text, nullable=True),
     sa.Column("chain_wrapped_key", sa.LargeBinary, nullable=True),
+    # A branch (0013) names the session it was forked from and the parent's seq it forked
+    # at; its own rows continue the parent's numbering from fork_seq + 1, and until its
+    # first clear, compaction or rewind its context starts with the parent's as of fork_seq.
+    sa.Column("parent_session_id", sa.Text, nullable=True, index=True),
+    sa.Column("fork_seq", sa.BigInteger, nullable=True),
+    # Where the parent's context started at fork_seq: the shared rows are parent seqs
+    # parent_context_start_seq..fork_seq (a range scan, no history walk on each load).
+    sa.Column("parent_context_start_seq", sa.BigInteger, nullable=True),
     sa.CheckConstraint("last_seq >= 0", name="last_seq_nonnegative"),
     sa.CheckConstraint("context_tokens >= 0", name="context_tokens_nonnegative"),
 )

@@ -116,18 +116,20 @@ def marker_row(session_id: str, seq: int, kind: str, ref_seq: int | None) -> dic
 def carried_copy(
     row: StoredRow,
     *,
+    session_id: str,
     seq: int,
     kind: str,
     item: dict[str, Any] | None = None,
     tokens: int | None = None,
 ) -> dict[str, Any]:
-    """A copy of a visible row written anew at `seq` (a compaction's kept items, a rewind's
-    restored context), pointing at the original it copies; `item` replaces its payload."""
+    """A copy of a visible row written anew at `seq` of `session_id` (a compaction's kept
+    items, a rewind's restored context; a branch copies rows of its parent), pointing at the
+    original it copies; `item` replaces its payload."""
     payload = item if item is not None else row.item
     assert payload is not None, f"row {row.seq} has no payload to carry"
     origin = row.ref_seq if row.kind == KIND_CARRY and row.ref_seq is not None else row.seq
     return {
-        "session_id": row.session_id,
+        "session_id": session_id,
         "seq": seq,
         "kind": kind,
         "role": row.role,

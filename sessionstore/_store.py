@@ -35,9 +35,10 @@ from ._arguments import (
     check_session_id,
     item_list,
 )
+from ._branches import Fork, fork_event, tx_branches, tx_fork
 from ._crypto import Keyring
 from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
-from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
+from ._errors import BranchError, DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
 from ._events import Event
 from ._history_check import ChainReport, tx_checked_active, tx_verify
 from ._hot_path import APPEND_UPSERT
@@ -97,7 +98,15 @@ from ._session_sql import (
     stored_rows,
     write_rows,
 )
-from ._time_travel import HistoryPoint, Rewind, rewind_event, tx_rewind, tx_rows_as_of
+from ._time_travel import (
+    HistoryPoint,
+    Rewind,
+    inherited_rows,
+    inherited_segments,
+    rewind_event,
+    tx_rewind,
+    tx_rows_as_of,
+)
 from ._tokens import TokenEstimator, estimator_for_model
 from ._turns import Turn, tx_tool_usage, tx_turns
 
@@ -121,6 +130,15 @@ _CONTEXT_COLUMNS: Final = (
 _ACTIVE_ASC: Final = (
     sa.select(*_CONTEXT_COLUMNS)
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
+    .order_by(messages.c.seq)
+)
+_CONTEXT_RANGE: Final = (
+    sa.select(*_CONTEXT_COLUMNS)
+    .where(
+        messages.c.session_id == _sid,
+        messages.c.seq >= sa.bindparam("first"),
+        messages.c.seq <= sa.bindparam("last"),
+    )
     .order_by(messages.c.seq)
 )
 _ACTIVE_DESC: Final = (
@@ -179,9 +197,16 @@ def _visible_payloads(
     return [plain(row.seq, row.payload, row.payload_sealed) for row in visible_in_order(rows)]
 
 
-def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
+def _read_call_names(
+    conn: Connection, session_id: str, call_ids: list[str], keys: SessionKeys
+) -> dict[str, str]:
     rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": call_ids})
-    return {call_id: name for call_id, name in rows}
+    known = {call_id: name for call_id, name in rows}
+    if len(known) < len(call_ids):  # a branch's calls may lie in its parent's rows
+        for row in inherited_rows(conn, session_id, keys):
+            if row.call_id in call_ids and row.tool_name is not None:
+                known.setdefault(row.call_id, row.tool_name)
+    return known
 
 
 def _tx_append_general(
@@ -216,8 +241,11 @@ def _tx_append_general(
     return list(range(first, last + 1))
 
 
-def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
-    """The newest visible, not-yet-popped row, scanning back in growing windows."""
+def _newest_visible(
+    conn: Connection, session_id: str, keys: SessionKeys
+) -> tuple[int, int, dict[str, Any]] | None:
+    """(seq, tokens, item) of the newest visible, not-yet-popped row, scanning back in
+    growing windows; a branch's parent rows come last."""
     window = 16
     while True:
         rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
@@ -226,19 +254,27 @@ def _newest_visible(conn: Connection, session_id: str) -> AnyRow | None:
             if row.kind == KIND_TOMBSTONE:
                 hidden.add(row.ref_seq)
             elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
-                return row
+                plain = keys.opener(conn, session_id)
+                item = decode_payload(plain(row.seq, row.payload, row.payload_sealed))
+                return row.seq, row.tokens, item
         if len(rows) < window:
-            return None
+            break
         window *= 4
+    inherited = visible_rows(inherited_rows(conn, session_id, keys))
+    for kept in reversed(inherited):
+        if kept.seq not in hidden and kept.item is not None:
+            return kept.seq, kept.tokens, kept.item
+    return None
 
 
 def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
     session = lock_session(conn, session_id)
-    target = None if session is None else _newest_visible(conn, session_id)
+    target = None if session is None else _newest_visible(conn, session_id, keys)
     if session is None or target is None:
         return None
+    target_seq, target_tokens, item = target
     seq = session.last_seq + 1
-    row = marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
+    row = marker_row(session_id, seq, KIND_TOMBSTONE, target_seq)
     chained = keys.chains.start(dict(session._mapping), seq).after([row])
     conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
@@ -248,11 +284,10 @@ def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, A
             "sid": session_id,
             "last_seq": seq,
             "context_items": max(session.context_items - 1, 0),
-            "context_tokens": max(session.context_tokens - target.tokens, 0),
+            "context_tokens": max(session.context_tokens - target_tokens, 0),
         },
     )
-    plain = keys.opener(conn, session_id)
-    return decode_payload(plain(target.seq, target.payload, target.payload_sealed))
+    return item
 
 
 def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
@@ -286,6 +321,12 @@ def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]
 
 
 def _tx_delete(conn: Connection, session_id: str) -> bool:
+    children = tx_branches(conn, session_id)
+    if children:
+        raise BranchError(
+            f"session {session_id!r} has {len(children)} live branch(es) sharing its rows "
+            f"({', '.join(repr(child.session_id) for child in children[:3])}); delete them first"
+        )
     conn.execute(events.delete().where(events.c.session_id == session_id))
     with maintenance(conn):  # the session's messages go with it
         result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
@@ -322,8 +363,30 @@ def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 
 def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
+    segments = inherited_segments(conn, session_id)
     rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
-    return decode_payloads(_visible_payloads(conn, keys, session_id, rows))
+    if not segments:
+        return decode_payloads(_visible_payloads(conn, keys, session_id, rows))
+    # A branch: its ancestors' shared ranges, then its own rows, each opened by its owner.
+    shaped: list[tuple[Any, ...]] = []
+    for owner, first, last in segments:
+        shared = conn.execute(_CONTEXT_RANGE, {"sid": owner, "first": first, "last": last})
+        plain = keys.opener(conn, owner)
+        shaped += [(row.seq, row.kind, row.ref_seq, plain, row) for row in shared]
+    plain = keys.opener(conn, session_id)
+    shaped += [(row.seq, row.kind, row.ref_seq, plain, row) for row in rows]
+    return decode_payloads(
+        [
+            plain(row.seq, row.payload, row.payload_sealed)
+            for *_, plain, row in visible_in_order(shaped)
+        ]
+    )
+
+
+def _read_context_rows(conn: Connection, session_id: str, keys: SessionKeys) -> list[StoredRow]:
+    """Every row of the active context, a branch's inherited parent rows first."""
+    own = _read_rows(conn, _ACTIVE_ROWS, session_id, keys)
+    return inherited_rows(conn, session_id, keys) + own
 
 
 def _read_tail(
@@ -333,7 +396,11 @@ def _read_tail(
     while True:
         rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
         visible = _visible_payloads(conn, keys, session_id, rows)
-        if len(visible) >= limit or len(rows) < window:
+        if len(visible) >= limit:
+            break
+        if len(rows) < window:  # the whole context is read: a branch adds its parent's
+            if inherited_rows(conn, session_id, keys):
+                return _read_active(conn, session_id, keys)[-limit:]
             break
         window *= 2
     return decode_payloads(visible[:limit][::-1])
@@ -611,7 +678,7 @@ class SessionStore:
         )
         if not missing:
             return infos
-        known = await self.database.read(_read_call_names, session_id, missing)
+        known = await self.database.read(_read_call_names, session_id, missing, self.session_keys)
         return [
             replace(info, tool_name=known[info.call_id])
             if info.tool_name is None and info.call_id in known
@@ -691,6 +758,8 @@ class SessionStore:
             return await self.database.read(_read_tail, session_id, limit, self.session_keys)
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
             records = await self.database.active_rows(session_id)
+            if not records:  # empty, or a branch that still shares its parent's rows
+                records = await self.database.active_rows(session_id, lineage=True)
             if not any(record[4] is not None for record in records):  # older sealed rows?
                 return decode_payloads([record[3] for record in visible_in_order(records)])
         return await self.database.read(_read_active, session_id, self.session_keys)
@@ -709,7 +778,7 @@ class SessionStore:
         await self.ensure_ready()
         if self.verify_on_load:  # prove the context before showing its rows
             await self.database.read(tx_checked_active, session_id, self.session_keys)
-        return await self.database.read(_read_rows, _ACTIVE_ROWS, session_id, self.session_keys)
+        return await self.database.read(_read_context_rows, session_id, self.session_keys)
 
     async def rows_as_of(
         self, session_id: str, point: HistoryPoint | int | datetime
@@ -735,6 +804,40 @@ class SessionStore:
         done = await self.database.write(tx_rewind, session_id, point, self.session_keys)
         await self.record_events([rewind_event(done)])
         return done
+
+    async def fork(
+        self,
+        session_id: str,
+        new_session_id: str,
+        *,
+        at: HistoryPoint | int | datetime | None = None,
+    ) -> Fork:
+        """Branch `session_id` into `new_session_id` at `at` (a seq, a datetime or a
+        HistoryPoint such as `HistoryPoint.before_turn(3)`; default: its newest row). The
+        branch shares the parent's rows instead of copying them: one session row is
+        written, whatever the history's length. It then loads, appends, compacts and is
+        retained like any session; the parent is never changed by it."""
+        check_session_id(session_id)
+        check_session_id(new_session_id)
+        point = None if at is None else HistoryPoint.of(at)
+        await self.ensure_ready()
+
+        def fork_at(conn: Connection) -> Fork:
+            chosen = point
+            if chosen is None:
+                parent = conn.execute(SESSION_ROW, {"sid": session_id}).first()
+                chosen = HistoryPoint.at_seq(0 if parent is None else int(parent.last_seq))
+            return tx_fork(conn, session_id, chosen, new_session_id, self.session_keys)
+
+        done = await self.database.write(fork_at)
+        await self.record_events([fork_event(done)])
+        return done
+
+    async def branches(self, session_id: str) -> list[SessionInfo]:
+        """The sessions forked from `session_id` (its direct branches), oldest first."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return [_session_info(row) for row in await self.database.read(tx_branches, session_id)]
 
     async def search(
         self,

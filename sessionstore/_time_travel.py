@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -27,6 +27,7 @@ from ._schema import (
     KIND_ITEM,
     KIND_SUMMARY,
     KIND_TOMBSTONE,
+    VISIBLE_KINDS,
     compactions,
     messages,
     sessions,
@@ -154,6 +155,9 @@ _NTH_USER_MESSAGE: Final = (
     .offset(sa.bindparam("offset"))
     .limit(1)
 )
+_USER_MESSAGES_UPTO: Final = sa.select(sa.func.count()).where(
+    _m.session_id == _sid, _m.kind == KIND_ITEM, _m.role == "user", _m.seq <= sa.bindparam("upto")
+)
 _BATCH_START: Final = sa.select(sa.func.max(_m.seq)).where(
     _m.session_id == _sid,
     _m.seq <= sa.bindparam("seq"),
@@ -175,11 +179,91 @@ _ROWS_BETWEEN: Final = (
     )
     .order_by(_m.seq)
 )
+_IN_RANGE: Final = (
+    _m.session_id == _sid,
+    _m.seq >= sa.bindparam("start"),
+    _m.seq <= sa.bindparam("upto"),
+)
+_VISIBLE_SUMS: Final = sa.select(
+    sa.func.count().label("items"),
+    sa.func.sum(_m.tokens).label("tokens"),
+    sa.func.sum(
+        sa.case((sa.and_(_m.payload.is_(None), _m.payload_sealed.is_(None)), 1), else_=0)
+    ).label("purged"),
+).where(*_IN_RANGE, _m.kind.in_(sorted(VISIBLE_KINDS)))
+# Rows the range's tombstones hide among the session's own (each pop hides one visible row).
+_hidden: Final = messages.alias("hidden")
+_HIDDEN_SUMS: Final = (
+    sa.select(sa.func.count().label("items"), sa.func.sum(_hidden.c.tokens).label("tokens"))
+    .select_from(messages)
+    .join(
+        _hidden,
+        sa.and_(
+            _hidden.c.session_id == _m.session_id,
+            _hidden.c.seq == _m.ref_seq,
+            _hidden.c.seq >= sa.bindparam("start"),
+        ),
+    )
+    .where(*_IN_RANGE, _m.kind == KIND_TOMBSTONE)
+)
+# ... and the rows of its parent a branch's tombstones hide.
+_HIDES_SHARED: Final = sa.select(_m.ref_seq).where(
+    *_IN_RANGE, _m.kind == KIND_TOMBSTONE, _m.ref_seq <= sa.bindparam("fork")
+)
+_ROW_TOKENS: Final = sa.select(_m.tokens).where(
+    _m.session_id == _sid, _m.seq == sa.bindparam("seq")
+)
+_COUNTERS: Final = sa.select(sessions.c.context_items, sessions.c.context_tokens).where(
+    sessions.c.session_id == _sid
+)
 _SESSION_LAST: Final = sa.select(sessions.c.last_seq).where(sessions.c.session_id == _sid)
 
 
 def _scalar(conn: Connection, statement: sa.Select[Any], **params: Any) -> Any:
     return conn.execute(statement, params).scalar()
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Where a session's own rows begin: a branch (SessionStore.fork) continues its parent's
+    numbering after `fork_seq`; any other session has no parent and starts at seq 1."""
+
+    parent: str | None
+    fork_seq: int
+    context_start_seq: int
+    last_seq: int
+    parent_start: int = 1  # the parent's context start at fork_seq
+
+    @property
+    def inherits(self) -> bool:
+        """True while the branch's context still begins with its parent's (no clear,
+        compaction or rewind of its own yet)."""
+        return self.parent is not None and self.context_start_seq == self.fork_seq + 1
+
+
+_LINEAGE: Final = sa.select(
+    sessions.c.parent_session_id,
+    sessions.c.fork_seq,
+    sessions.c.context_start_seq,
+    sessions.c.last_seq,
+    sessions.c.parent_context_start_seq,
+).where(sessions.c.session_id == _sid)
+
+
+def lineage(conn: Connection, session_id: str) -> Lineage:
+    """The session's parent and fork seq (none for a session that was never written)."""
+    row = conn.execute(_LINEAGE, {"sid": session_id}).first()
+    if row is None:
+        return Lineage(None, 0, 1, 0)
+    fork = 0 if row.fork_seq is None else int(row.fork_seq)
+    parent_start = row.parent_context_start_seq
+    return Lineage(
+        row.parent_session_id,
+        fork,
+        int(row.context_start_seq),
+        int(row.last_seq),
+        1 if parent_start is None else int(parent_start),
+    )
 
 
 def _write_end(conn: Connection, session_id: str, seq: int, last: int) -> int:
@@ -193,17 +277,19 @@ def _write_end(conn: Connection, session_id: str, seq: int, last: int) -> int:
 
 def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: int) -> int:
     """The seq of the last row written at `point` (0: nothing yet); HistoryPointError when
-    the session's history has no such point."""
+    the session's history has no such point. A branch's history before its own first row
+    is its parent's, up to the fork."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and _before_own_rows(conn, session_id, point, line):
+        parent_last = lineage(conn, line.parent).last_seq
+        return min(resolve_point(conn, line.parent, point, parent_last), line.fork_seq)
     if point.kind == "seq":
         seq = int(point.value)  # type: ignore[arg-type]
         if seq > last:
             raise HistoryPointError(session_id, point, f"its history ends at seq {last}")
         return _write_end(conn, session_id, seq, last)
     if point.kind == "time":
-        at = point.value
-        assert isinstance(at, datetime)
-        if conn.dialect.name == "sqlite":  # stored as naive UTC text
-            at = at.replace(tzinfo=None)
+        at = _stored_time(conn, point)
         found = _scalar(conn, _LAST_BEFORE_TIME, sid=session_id, at=at)
         return 0 if found is None else _write_end(conn, session_id, int(found), last)
     if point.kind == "version":
@@ -213,6 +299,12 @@ def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: 
         end = _scalar(conn, _COMPACTION_END, sid=session_id, cid=compaction.id)
         return int(compaction.context_start_seq) - 1 if end is None else int(end)
     turn = int(point.value)  # type: ignore[arg-type]
+    if line.parent is not None:  # a branch's first turns are its parent's, up to the fork
+        inherited = user_messages(conn, line.parent, line.fork_seq)
+        if turn <= inherited:
+            parent_last = lineage(conn, line.parent).last_seq
+            return min(resolve_point(conn, line.parent, point, parent_last), line.fork_seq)
+        turn -= inherited
     user_seq = _scalar(conn, _NTH_USER_MESSAGE, sid=session_id, offset=turn - 1)
     if user_seq is None:
         raise HistoryPointError(session_id, point, f"it has fewer than {turn} user messages")
@@ -220,9 +312,36 @@ def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: 
     return int(batch_start if batch_start is not None else user_seq) - 1
 
 
-def _context_start(conn: Connection, session_id: str, upto: int) -> int:
-    """Where the active context started once row `upto` was written."""
-    start = 1
+def user_messages(conn: Connection, session_id: str, upto: int) -> int:
+    """How many user messages the session's lineage holds up to row `upto`: the number of
+    turns a branch inherits."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto <= line.fork_seq:
+        return user_messages(conn, line.parent, upto)
+    own = int(_scalar(conn, _USER_MESSAGES_UPTO, sid=session_id, upto=upto))
+    return own + (user_messages(conn, line.parent, line.fork_seq) if line.parent else 0)
+
+
+def _stored_time(conn: Connection, point: HistoryPoint) -> datetime:
+    at = point.value
+    assert isinstance(at, datetime)
+    return at.replace(tzinfo=None) if conn.dialect.name == "sqlite" else at  # naive UTC text
+
+
+def _before_own_rows(conn: Connection, session_id: str, point: HistoryPoint, line: Lineage) -> bool:
+    """Whether a seq or time point of a branch lies before the branch's first own row."""
+    if point.kind == "seq":
+        return int(point.value) <= line.fork_seq  # type: ignore[arg-type]
+    if point.kind == "time":
+        found = _scalar(conn, _LAST_BEFORE_TIME, sid=session_id, at=_stored_time(conn, point))
+        return found is None
+    return False
+
+
+def context_start_at(conn: Connection, session_id: str, upto: int, first: int) -> int:
+    """Where the active context started once row `upto` was written (`first`: the
+    session's first own seq)."""
+    start = first
     cleared = _scalar(conn, _LAST_CLEAR, sid=session_id, upto=upto)
     if cleared is not None:
         start = int(cleared) + 1
@@ -245,13 +364,18 @@ def tx_rows_as_of(
     and popped rows included (a load keeps the visible ones)."""
     last = _scalar(conn, _SESSION_LAST, sid=session_id)  # None: never written, seq 0 only
     upto = resolve_point(conn, session_id, point, int(last or 0))
-    return upto, _rows_upto(conn, session_id, upto, keys)
+    return upto, rows_upto(conn, session_id, upto, keys)
 
 
-def _rows_upto(conn: Connection, session_id: str, upto: int, keys: SessionKeys) -> list[StoredRow]:
+def rows_upto(conn: Connection, session_id: str, upto: int, keys: SessionKeys) -> list[StoredRow]:
+    """The rows of the session's active context once row `upto` was written; a branch's
+    context begins with its parent's as of the fork until its own first context start."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto <= line.fork_seq:
+        return rows_upto(conn, line.parent, upto, keys)
     if upto == 0:
         return []
-    start = _context_start(conn, session_id, upto)
+    start = context_start_at(conn, session_id, upto, line.fork_seq + 1)
     found = conn.execute(_ROWS_BETWEEN, {"sid": session_id, "start": start, "upto": upto})
     rows = stored_rows(conn, keys, session_id, found)
     purged = [row.seq for row in visible_rows(rows) if row.item is None]
@@ -262,6 +386,82 @@ def _rows_upto(conn: Connection, session_id: str, upto: int, keys: SessionKeys) 
             f"retention purged the stored text of row {purged[0]} (its archive still holds "
             "it: `sessionstore archive show`)",
         )
+    if line.parent is not None and start == line.fork_seq + 1:
+        return rows_upto(conn, line.parent, line.fork_seq, keys) + rows
+    return rows
+
+
+def context_counts(
+    conn: Connection, session_id: str, upto: int, keys: SessionKeys
+) -> tuple[int, int]:
+    """(items, tokens) of the session's context once row `upto` was written, summed in SQL
+    (no payload is read): what a fork starts with, in time independent of history length
+    when it forks at the newest row."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto <= line.fork_seq:
+        return context_counts(conn, line.parent, upto, keys)
+    if upto == line.last_seq:  # the running counters already say
+        return _session_counts(conn, session_id)
+    start = context_start_at(conn, session_id, upto, line.fork_seq + 1)
+    bounds = {"sid": session_id, "start": start, "upto": upto}
+    visible = conn.execute(_VISIBLE_SUMS, bounds).one()
+    if visible.purged:  # rows retention emptied: read them, which says which one
+        rows = visible_rows(rows_upto(conn, session_id, upto, keys))
+        return len(rows), sum(int(row.tokens) for row in rows)
+    items, tokens = int(visible.items), int(visible.tokens or 0)
+    hidden = conn.execute(_HIDDEN_SUMS, bounds).one()
+    items -= int(hidden.items)
+    tokens -= int(hidden.tokens or 0)
+    if line.parent is not None and start == line.fork_seq + 1:
+        for shared in conn.execute(_HIDES_SHARED, {**bounds, "fork": line.fork_seq}).scalars():
+            items -= 1  # a pop of a row the branch shares with its parent
+            tokens -= _tokens_of(conn, line.parent, int(shared))
+        inherited_items, inherited_tokens = context_counts(conn, line.parent, line.fork_seq, keys)
+        items += inherited_items
+        tokens += inherited_tokens
+    return items, tokens
+
+
+def _tokens_of(conn: Connection, session_id: str, seq: int) -> int:
+    """The tokens of row `seq` of the session's lineage."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and seq <= line.fork_seq:
+        return _tokens_of(conn, line.parent, seq)
+    return int(_scalar(conn, _ROW_TOKENS, sid=session_id, seq=seq))
+
+
+def _session_counts(conn: Connection, session_id: str) -> tuple[int, int]:
+    row = conn.execute(_COUNTERS, {"sid": session_id}).one()
+    return int(row.context_items), int(row.context_tokens)
+
+
+Segment: TypeAlias = tuple[str, int, int]  # a session's rows first..last of a context
+
+
+def inherited_segments(conn: Connection, session_id: str) -> list[Segment]:
+    """The parent rows a branch's active context begins with, as ranges from the oldest
+    ancestor's on (none once the branch cleared, compacted or rewound, and for any session
+    that is not a branch). Read from the session rows alone: no history is walked."""
+    line = lineage(conn, session_id)
+    return _parent_segments(conn, line) if line.inherits else []
+
+
+def _parent_segments(conn: Connection, line: Lineage) -> list[Segment]:
+    assert line.parent is not None
+    shared: Segment = (line.parent, line.parent_start, line.fork_seq)
+    parent = lineage(conn, line.parent)
+    if parent.parent is not None and line.parent_start == parent.fork_seq + 1:
+        return [*_parent_segments(conn, parent), shared]  # the parent still inherited then
+    return [shared]
+
+
+def inherited_rows(conn: Connection, session_id: str, keys: SessionKeys) -> list[StoredRow]:
+    """The rows a branch's active context takes from its ancestors (see inherited_segments),
+    each opened with its own session's key."""
+    rows: list[StoredRow] = []
+    for owner, first, last in inherited_segments(conn, session_id):
+        found = conn.execute(_ROWS_BETWEEN, {"sid": owner, "start": first, "upto": last})
+        rows += stored_rows(conn, keys, owner, found)
     return rows
 
 
@@ -272,12 +472,12 @@ def tx_rewind(conn: Connection, session_id: str, point: HistoryPoint, keys: Sess
     if session is None:
         raise HistoryPointError(session_id, point, "no such session")
     upto = resolve_point(conn, session_id, point, int(session.last_seq))
-    restored = visible_rows(_rows_upto(conn, session_id, upto, keys))
+    restored = visible_rows(rows_upto(conn, session_id, upto, keys))
     seq = int(session.last_seq) + 1
     rows = [marker_row(session_id, seq, KIND_CLEAR, upto)]
     for kept in restored:
         kind = KIND_SUMMARY if kept.kind == KIND_SUMMARY else KIND_CARRY
-        rows.append(carried_copy(kept, seq=seq + len(rows), kind=kind))
+        rows.append(carried_copy(kept, session_id=session_id, seq=seq + len(rows), kind=kind))
     columns = set(rows[-1])  # the marker lacks the item columns its copies have
     for new in rows:
         new.update({name: None for name in columns - set(new)})

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from ._payload_sealing import SessionKeys
 from ._schema import messages
 from ._session_sql import ROW_COLUMNS, stored_rows
+from ._time_travel import lineage, user_messages
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 _turns: Final = sa.table(
@@ -45,7 +46,7 @@ _TOOL_USAGE: Final = sa.text(
         SELECT tool_name, item_type,
                SUM(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
                    OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS turn
-        FROM messages WHERE session_id = :sid AND kind = 'item'
+        FROM messages WHERE session_id = :sid AND kind = 'item' AND seq <= :upto
     )
     SELECT tool_name, COUNT(*) AS calls, turn FROM numbered
     WHERE tool_name IS NOT NULL AND item_type NOT LIKE '%output'
@@ -71,7 +72,20 @@ class Turn:
 
 
 def tx_turns(conn: Connection, session_id: str, keys: SessionKeys) -> list[Turn]:
-    """The session's turns in order (turn 0: what came before the first user message)."""
+    """The session's turns in order (turn 0: what came before the first user message). A
+    branch's first turns are its parent's up to the fork; its own are numbered on from
+    them, and what it stored before its own first user message belongs to the last."""
+    own = _own_turns(conn, session_id, keys)
+    line = lineage(conn, session_id)
+    if line.parent is None:
+        return own
+    before = [turn for turn in tx_turns(conn, line.parent, keys) if turn.first_seq <= line.fork_seq]
+    inherited = max((turn.turn for turn in before), default=0)
+    mine = [replace(turn, turn=turn.turn + inherited) for turn in own if turn.turn or not before]
+    return before + mine
+
+
+def _own_turns(conn: Connection, session_id: str, keys: SessionKeys) -> list[Turn]:
     turns = [
         Turn(
             session_id=row.session_id,
@@ -107,7 +121,26 @@ def _content(item: dict[str, object] | None) -> str | None:
     return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
 
 
-def tx_tool_usage(conn: Connection, session_id: str) -> list[tuple[str, int, int]]:
-    """(tool, calls, turn) for every tool called in every turn, in turn order."""
-    rows = conn.execute(_TOOL_USAGE, {"sid": session_id})
-    return [(str(tool), int(calls), int(turn)) for tool, calls, turn in rows]
+def tx_tool_usage(
+    conn: Connection, session_id: str, upto: int | None = None
+) -> list[tuple[str, int, int]]:
+    """(tool, calls, turn) for every tool called in every turn (up to row `upto`), in turn
+    order; a branch counts its parent's calls up to the fork, numbered as `tx_turns` does."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto is not None and upto <= line.fork_seq:
+        return tx_tool_usage(conn, line.parent, upto)
+    params = {"sid": session_id, "upto": line.last_seq if upto is None else upto}
+    own = [
+        (str(tool), int(calls), int(turn))
+        for tool, calls, turn in conn.execute(_TOOL_USAGE, params)
+    ]
+    if line.parent is None:
+        return own
+    calls: dict[tuple[int, str], int] = {}
+    for tool, count, turn in tx_tool_usage(conn, line.parent, line.fork_seq):
+        calls[(turn, tool)] = count
+    inherited = user_messages(conn, line.parent, line.fork_seq)
+    for tool, count, turn in own:
+        key = (turn + inherited, tool)
+        calls[key] = calls.get(key, 0) + count
+    return [(tool, count, turn) for (turn, tool), count in sorted(calls.items())]

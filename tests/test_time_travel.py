@@ -3,6 +3,8 @@ rewind restores it as new rows, on both backends."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import HistoryPoint, HistoryPointError, SessionStore
+from sessionstore import BranchError, HistoryPoint, HistoryPointError, SessionStore
 from sessionstore._crypto import Keyring, LocalKey
 from tests.support.database import scalar
 from tests.support.histories import assistant, call, output, user
@@ -154,7 +156,20 @@ _op = st.one_of(
     st.tuples(st.just("clear"), st.none()),
     st.tuples(st.just("compact"), st.none()),
     st.tuples(st.just("rewind"), st.floats(min_value=0, max_value=1)),
+    st.tuples(st.just("fork"), st.floats(min_value=0, max_value=1)),
 )
+
+
+@dataclass
+class _Lineage:
+    """What the test recorded of one session: each load at the end of each write (a branch
+    starts with its parent's up to the fork), its user turns and its compactions."""
+
+    session_id: str
+    loads: dict[int, list[dict[str, Any]]]
+    user_turns: list[int]  # for each user message: the seq before its batch
+    versions: dict[int, int] = field(default_factory=dict)  # version -> last seq after it
+    first: int = 1  # its first own seq
 
 
 @settings(
@@ -162,19 +177,21 @@ _op = st.one_of(
 )
 @given(ops=st.lists(_op, max_size=14))
 async def test_as_of_equals_what_each_load_returned(db_url: str, ops: list[Any]) -> None:
-    """After any sequence of append/pop/clear/compact/rewind, `as_of` every seq returns what
-    a load returned once that seq's write ended, and seqs stay gapless."""
-    sid = f"travel-{abs(hash(str(ops)))}"
+    """After any sequence of append/pop/clear/compact/rewind/fork (a fork switches the
+    sequence to the new branch), `as_of` every seq of every session returns what a load
+    returned once that seq's write ended, a branch starts as its parent stood at the fork,
+    parents never change once forked, and seqs stay gapless."""
+    root = f"travel-{uuid.uuid4().hex}"  # examples share the PostgreSQL database
     async with SessionStore(db_url, create_tables=True) as store:
         manager = small_window_manager(store)
-        loads: dict[int, list[dict[str, Any]]] = {0: []}
-        user_turns: list[int] = []  # for each user message appended: the seq before its batch
-        versions: dict[int, int] = {}  # compaction version -> last seq after it
+        current = _Lineage(root, {0: []}, [])
+        done: list[tuple[_Lineage, list[dict[str, Any]], list[Any]]] = []  # forked parents
         for op, arg in ops:
+            sid = current.session_id
             last = await _last_seq(store, sid)
             if op == "append":
                 seqs = await store.append(sid, arg)
-                user_turns += [seqs[0] - 1 for item in arg if item["role"] == "user"]
+                current.user_turns += [seqs[0] - 1 for item in arg if item["role"] == "user"]
             elif op == "pop":
                 await store.pop(sid)
             elif op == "clear":
@@ -182,28 +199,52 @@ async def test_as_of_equals_what_each_load_returned(db_url: str, ops: list[Any])
             elif op == "compact":
                 outcome = await manager.compact(sid, trigger="manual")
                 if outcome.compacted:
-                    versions[len(versions) + 1] = await _last_seq(store, sid)
-            else:
+                    current.versions[len(current.versions) + 1] = await _last_seq(store, sid)
+            elif op == "rewind":
                 target = int(arg * last)
                 if last:
                     await store.rewind(sid, target)
-                    restored = loads[min(seq for seq in loads if seq >= target)]
+                    restored = current.loads[min(seq for seq in current.loads if seq >= target)]
                     assert await store.load_context(sid) == restored
-            loads[await _last_seq(store, sid)] = await store.load_context(sid)
-        last = await _last_seq(store, sid)
-        for seq in range(last + 1):
-            write_end = min(end for end in loads if end >= seq)
-            assert await store.load_context(sid, as_of=seq) == loads[write_end], seq
-        for version, end in versions.items():
-            got = await store.load_context(sid, as_of=HistoryPoint.after_version(version))
-            assert got == loads[end]
-        for turn, before in enumerate(user_turns, start=1):
-            got = await store.load_context(sid, as_of=HistoryPoint.before_turn(turn))
-            assert got == loads[before]
-        seqs = [row.seq for row in await store.history(sid)]
-        assert seqs == list(range(1, last + 1))
-        if last:
-            assert (await store.verify_history(sid)).ok
+            elif await store.session_info(sid) is None:  # nothing to fork yet
+                with pytest.raises(BranchError, match="no such session"):
+                    await store.fork(sid, f"{sid}/never")
+            else:
+                at = min(seq for seq in current.loads if seq >= int(arg * last))  # a write end
+                fork = await store.fork(sid, f"{sid}/{len(done)}", at=at)
+                assert fork.fork_seq == at
+                inherited = {seq: load for seq, load in current.loads.items() if seq <= at}
+                turns = [before for before in current.user_turns if before < at]
+                done.append((current, await store.load_context(sid), await store.history(sid)))
+                current = _Lineage(fork.session_id, inherited, turns, first=at + 1)
+                assert await store.load_context(current.session_id) == inherited[at]
+            current.loads[await _last_seq(store, current.session_id)] = await store.load_context(
+                current.session_id
+            )
+        for parent, load, history in done:  # nothing a branch did changed its parent
+            assert await store.load_context(parent.session_id) == load
+            assert await store.history(parent.session_id) == history
+        for lineage in [*(parent for parent, _, _ in done), current]:
+            await _assert_travels(store, lineage)
+
+
+async def _assert_travels(store: SessionStore, lineage: _Lineage) -> None:
+    sid = lineage.session_id
+    last = max(await _last_seq(store, sid), lineage.first - 1)
+    for seq in range(last + 1):
+        write_end = min(end for end in lineage.loads if end >= seq)
+        assert await store.load_context(sid, as_of=seq) == lineage.loads[write_end], (sid, seq)
+    for version, end in lineage.versions.items():
+        got = await store.load_context(sid, as_of=HistoryPoint.after_version(version))
+        assert got == lineage.loads[end]
+    for turn, before in enumerate(lineage.user_turns, start=1):
+        got = await store.load_context(sid, as_of=HistoryPoint.before_turn(turn))
+        assert got == lineage.loads[before], (sid, turn)
+    seqs = [row.seq for row in await store.history(sid)]
+    assert seqs == list(range(lineage.first, last + 1))
+    if seqs:
+        assert (await store.verify_history(sid)).ok
+        await assert_session_invariants(store, sid)
 
 
 async def _last_seq(store: SessionStore, session_id: str) -> int:

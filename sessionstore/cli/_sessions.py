@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from .._branches import Fork
 from .._items import text_of
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
@@ -341,6 +342,39 @@ def rewind(
         shown(
             f"rewound session {session_id!r} to seq {done.to_seq}: {done.items} items, "
             f"{done.tokens} tokens (marker row {done.marker_seq}; nothing was deleted)"
+        )
+    )
+
+
+@sessions_app.command()
+def fork(
+    session_id: Annotated[str, typer.Argument(help="The session to branch from.")],
+    to: Annotated[str, typer.Option("--to", help="The new branch's session id.")],
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Where to branch: a seq (120), after a compaction (v3), before a turn "
+            "(turn:5) or a time (2026-11-25T14:00:00Z); default: the newest row.",
+        ),
+    ] = None,
+    url: UrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Start a new session as a branch of another at a point of its history. Nothing is
+    copied: the branch shares its parent's rows up to that point."""
+    point = None if at is None else parse_point(at, "--at")
+
+    async def go() -> Fork:
+        async with open_store(url, config, create_tables=False) as store:
+            await require_session(store, session_id)
+            return await store.fork(session_id, to, at=point)
+
+    done = asyncio.run(go())
+    err_console.print(
+        shown(
+            f"forked session {session_id!r} at seq {done.fork_seq} into {done.session_id!r}: "
+            f"{done.items} items, {done.tokens} tokens shared (no rows copied)"
         )
     )
 

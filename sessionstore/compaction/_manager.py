@@ -443,7 +443,7 @@ class CompactionManager:
         layers = Layers.of(plan)
         write = CompactionWrite(
             session_id=session_id,
-            snapshot_start=rows[0].seq,
+            snapshot_start=_own_start(session_id, rows),
             snapshot_last=rows[-1].seq,
             pinned=[row for unit in plan.pinned for row in unit.rows],
             summary_text=summary.text,
@@ -842,3 +842,9 @@ def _prior_text(unit: Unit | None) -> str | None:
 def _safe_message(exc: BaseException) -> str:
     """An exception's message, bounded; summarizer errors never carry secrets or content."""
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _own_start(session_id: str, rows: Sequence[StoredRow]) -> int:
+    """The session's context_start_seq as the snapshot saw it: its first own row (a branch's
+    context may begin with rows of its parent, numbered before its own)."""
+    return next((row.seq for row in rows if row.session_id == session_id), rows[-1].seq + 1)

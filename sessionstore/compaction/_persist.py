@@ -111,7 +111,16 @@ def tx_commit_compaction(
 
     def add(row: StoredRow, kind: str, item: dict[str, Any] | None = None) -> None:
         tokens = row.tokens if item is None else count_item(item)
-        rows.append(carried_copy(row, seq=start + len(rows), kind=kind, item=item, tokens=tokens))
+        rows.append(
+            carried_copy(
+                row,
+                session_id=write.session_id,
+                seq=start + len(rows),
+                kind=kind,
+                item=item,
+                tokens=tokens,
+            )
+        )
 
     for row in write.pinned:
         add(row, KIND_CARRY)
@@ -157,13 +166,13 @@ def tx_commit_compaction(
         )
         .returning(archives.c.id)
     ).scalar_one()
-    conn.execute(
-        archive_members.insert(),
-        [
-            {"session_id": write.session_id, "seq": row.seq, "archive_id": archive_id}
-            for row in write.replaced
-        ],
-    )
+    members = [
+        {"session_id": write.session_id, "seq": row.seq, "archive_id": archive_id}
+        for row in write.replaced
+        if row.session_id == write.session_id  # a branch's parent keeps its own rows
+    ]
+    if members:
+        conn.execute(archive_members.insert(), members)
     chained: dict[str, Any] = {}
     for new_row in rows:
         new_row["compaction_id"] = compaction_id

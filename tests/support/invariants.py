@@ -117,6 +117,7 @@ def _assert_compaction_lossless(
     replaced_from: int,
     archive: OpenedArchive,
     members: set[int],
+    first: int = 1,
 ) -> None:
     """Every row that left the context in this compaction is in its archive, unchanged."""
     snapshot = visible_rows(
@@ -136,17 +137,24 @@ def _assert_compaction_lossless(
         assert record is not None, f"{label}: row {row.seq} left the context but is not archived"
         assert record["item"] == row.item, f"{label}: archived copy of row {row.seq} differs"
     assert set(records) <= {row.seq for row in snapshot}, f"{label}: archive holds foreign rows"
-    assert members == set(records), f"{label}: archive_members disagree with the archive"
+    own = {seq for seq in records if seq >= first}  # a parent's rows stay the parent's
+    assert members == own, f"{label}: archive_members disagree with the archive"
     assert archive.from_seq == min(records) and archive.to_seq == max(records), label
 
 
 async def assert_compactions_lossless(
-    store: SessionStore, session_id: str, history: Sequence[StoredRow]
+    store: SessionStore,
+    session_id: str,
+    history: Sequence[StoredRow],
+    *,
+    first: int = 1,
+    inherited: Sequence[StoredRow] = (),
 ) -> int:
     """Each compaction: versions 1..n, archived what it replaced, and its events were recorded.
 
     Truncated tool outputs have their full original in a truncation archive. Returns the
-    number of compactions checked.
+    number of compactions checked. A branch's own rows begin at `first`; its first
+    compaction may also replace the parent rows it `inherited` (archived, not members).
     """
     rows = await _compaction_rows(store, session_id)
     assert [row.version for row in rows] == list(range(1, len(rows) + 1)), "version gap"
@@ -154,13 +162,19 @@ async def assert_compactions_lossless(
     by_compaction = {opened.compaction_id: opened for opened in archives.values()}
     members = await _members(store, session_id)
     names = await _event_names(store, session_id)
-    previous = 1
+    previous = first
     for compaction in rows:
         archive = by_compaction.get(compaction.id)
         assert archive is not None, f"compaction v{compaction.version} has no archive"
         replaced_from = _start_before(history, compaction.context_start_seq, previous)
+        shared = list(inherited) if replaced_from == first else []
         _assert_compaction_lossless(
-            history, compaction, replaced_from, archive, members.get(archive.archive_id, set())
+            [*shared, *history],
+            compaction,
+            min([replaced_from, *(row.seq for row in shared)]),
+            archive,
+            members.get(archive.archive_id, set()),
+            first,
         )
         recorded = set(names.get(compaction.id, []))
         expected = set(COMPACTION_EVENTS)
@@ -193,11 +207,16 @@ async def assert_session_invariants(
     history = await store.history(session_id)
     info = await store.session_info(session_id)
     assert info is not None, f"session {session_id!r} has no sessions row"
+    first = (info.fork_seq or 0) + 1  # a branch numbers its own rows on from its fork
     seqs = [row.seq for row in history]
-    assert seqs == list(range(1, len(seqs) + 1)), f"{session_id}: seq is not gapless"
-    assert info.last_seq == len(seqs), f"{session_id}: last_seq {info.last_seq} != {len(seqs)}"
-
-    active = visible_rows(row for row in history if row.seq >= info.context_start_seq)
+    assert seqs == list(range(first, first + len(seqs))), f"{session_id}: seq is not gapless"
+    assert info.last_seq == first - 1 + len(seqs), f"{session_id}: last_seq {info.last_seq}"
+    inherited: list[StoredRow] = []
+    if info.parent_session_id is not None:  # read through the parent, as of the fork
+        _, shared = await store.rows_as_of(info.parent_session_id, first - 1)
+        inherited = [*shared]
+    own = [row for row in history if row.seq >= info.context_start_seq]
+    active = visible_rows([*inherited, *own] if info.context_start_seq == first else own)
     assert [row.item for row in active] == context, f"{session_id}: context != visible rows"
     assert info.context_items == len(context), f"{session_id}: context_items counter drifted"
     recomputed = sum(row.tokens for row in active)
@@ -211,7 +230,9 @@ async def assert_session_invariants(
     appended = [row.item for row in history if row.kind == KIND_ITEM and row.item is not None]
     assert_tool_pairs_intact(context, appended)
     assert_protected_kept(context, protected)
-    checked = await assert_compactions_lossless(store, session_id, history)
+    checked = await assert_compactions_lossless(
+        store, session_id, history, first=first, inherited=inherited
+    )
     assert info.compaction_count == checked, f"{session_id}: compaction_count drifted"
     assert_at_most_one_summary(context, info.compaction_count)
     if loaded is not None:

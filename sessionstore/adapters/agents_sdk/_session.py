@@ -7,10 +7,11 @@ A drop-in for the SDK's SQLiteSession / SQLAlchemySession:
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agents.memory.session_settings import (
     SessionSettings,
@@ -92,6 +93,7 @@ class SQLSession:
                 "pass manager=CompactionManager(CompactionConfig(store=store)) for this store"
             )
         self.session_id = session_id
+        self.branch_id = MAIN_BRANCH
         self.manager = manager
         self.store: SessionStore = store if store is not None else manager.store  # type: ignore[union-attr]
         self.session_settings: SessionSettings | None = (
@@ -102,6 +104,12 @@ class SQLSession:
         self._owns_store = owns_store
         if manager is not None:
             watch_runs(manager)
+
+    @property
+    def active_session_id(self) -> str:
+        """The store session this object reads and writes: `session_id` on the main branch,
+        `session_id@branch` on a branch (`create_branch_from_turn`, `switch_to_branch`)."""
+        return branch_session_id(self.session_id, self.branch_id)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -133,8 +141,8 @@ class SQLSession:
         Every method takes the SDK's `wrapper` (the run context), so the Runner hands it
         over; `add_items` reads the run's per-call usage from it."""
         effective = resolve_session_limit(limit, self.session_settings)
-        items = await self.store.load_context(self.session_id, effective)
-        track_load(self.session_id, id(self.store), len(items))
+        items = await self.store.load_context(self.active_session_id, effective)
+        track_load(self.active_session_id, id(self.store), len(items))
         return items  # type: ignore[return-value]
 
     async def add_items(
@@ -157,20 +165,20 @@ class SQLSession:
             if error.outcome_known or error.token is None:
                 raise
             await self._append(batch, error.token)
-        track_save(self.session_id, id(self.store), len(batch))
+        track_save(self.active_session_id, id(self.store), len(batch))
         if wrapper is not None:
             await self._record_usage(wrapper)
         if self.manager is not None and batch:
-            await self.manager.maybe_compact(self.session_id)
+            await self.manager.maybe_compact(self.active_session_id)
 
     async def _append(self, items: Sequence[Mapping[str, Any]], token: str | None) -> None:
         if self.manager is None:
-            await self.store.append(self.session_id, items, token=token)
+            await self.store.append(self.active_session_id, items, token=token)
         else:
-            await self.manager.append(self.session_id, items, token=token)
+            await self.manager.append(self.active_session_id, items, token=token)
 
     async def _record_usage(self, wrapper: RunContextWrapper[Any]) -> None:
-        run = current_run(self.session_id, id(self.store))
+        run = current_run(self.active_session_id, id(self.store))
         if run is None:  # not inside a run that loaded this session: which calls are new?
             return
         entries = list(wrapper.usage.request_usage_entries)
@@ -187,43 +195,43 @@ class SQLSession:
             )
             for entry in new
         ]
-        await self.store.record_usage(self.session_id, usages, calls=calls)
+        await self.store.record_usage(self.active_session_id, usages, calls=calls)
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
     ) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded as a tombstone row)."""
-        return await self.store.pop(self.session_id)  # type: ignore[return-value]
+        return await self.store.pop(self.active_session_id)  # type: ignore[return-value]
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Empty the active context (recorded as a clear marker row)."""
-        await self.store.clear(self.session_id)
+        await self.store.clear(self.active_session_id)
 
     async def get_items_as_of(
         self, point: HistoryPoint | int | datetime, limit: int | None = None
     ) -> list[TResponseInputItem]:
         """What `get_items` returned at an earlier point: a seq, a datetime or a
         HistoryPoint (`HistoryPoint.before_turn(3)`, `HistoryPoint.after_version(2)`)."""
-        items = await self.store.load_context(self.session_id, limit, as_of=point)
+        items = await self.store.load_context(self.active_session_id, limit, as_of=point)
         return items  # type: ignore[return-value]
 
     async def rewind(self, to: HistoryPoint | int | datetime) -> Rewind:
         """Make the context what it was at `to`; the rewound items stay in history."""
-        return await self.store.rewind(self.session_id, to)
+        return await self.store.rewind(self.active_session_id, to)
 
     async def get_conversation_turns(self) -> list[dict[str, Any]]:
-        """The user turns, shaped like AdvancedSQLiteSession's: turn, content (a preview of
-        100 characters), full_content (as stored; parts as JSON), timestamp. `can_branch` is
-        False (branches are not offered yet); `rewind(HistoryPoint.before_turn(n))` is."""
+        """The user turns of the current branch, shaped like AdvancedSQLiteSession's: turn,
+        content (a preview of 100 characters), full_content (as stored; parts as JSON),
+        timestamp, can_branch (always True: any turn can start a branch)."""
         return [
             {
                 "turn": turn.turn,
                 "content": _preview(turn.user_text or ""),
                 "full_content": turn.user_text,
                 "timestamp": turn.started_at.isoformat(),
-                "can_branch": False,
+                "can_branch": True,
             }
-            for turn in await self.store.turns(self.session_id)
+            for turn in await self.store.turns(self.active_session_id)
             if turn.turn
         ]
 
@@ -239,19 +247,108 @@ class SQLSession:
             if term in (turn["full_content"] or "").casefold()
         ]
 
+    async def create_branch_from_turn(
+        self, turn_number: int, branch_name: str | None = None
+    ) -> str:
+        """Branch the current branch just before user turn `turn_number` and switch to it
+        (AdvancedSQLiteSession's call). Nothing is copied: the branch shares the rows before
+        the turn (`SessionStore.fork`). Returns the branch id."""
+        if branch_name is not None and (
+            not isinstance(branch_name, str) or not branch_name.strip()
+        ):
+            raise ValueError("Branch name cannot be empty")
+        if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
+            raise ValueError(f"turn_number must be a user turn (1 or more), got {turn_number!r}")
+        name = branch_name or f"branch_from_turn_{turn_number}_{secrets.token_hex(4)}"
+        if name == MAIN_BRANCH:
+            raise ValueError(f"Branch '{MAIN_BRANCH}' already exists")
+        turns = await self.store.turns(self.active_session_id)
+        if not any(turn.turn == turn_number for turn in turns):
+            raise ValueError(f"Turn {turn_number} does not exist or is not a user message")
+        await self.store.fork(
+            self.active_session_id,
+            branch_session_id(self.session_id, name),
+            at=HistoryPoint.before_turn(turn_number),
+        )
+        self.branch_id = name
+        return name
+
+    async def create_branch_from_content(
+        self, search_term: str, branch_name: str | None = None
+    ) -> str:
+        """Branch before the first user turn containing `search_term`, and switch to it."""
+        matching = await self.find_turns_by_content(search_term)
+        if not matching:
+            raise ValueError(f"No user turns found containing '{search_term}'")
+        return await self.create_branch_from_turn(matching[0]["turn"], branch_name)
+
+    async def switch_to_branch(self, branch_id: str) -> None:
+        """Read and write `branch_id` from now on ("main": the session itself)."""
+        if branch_id != MAIN_BRANCH and not any(
+            branch["branch_id"] == branch_id for branch in await self.list_branches()
+        ):
+            raise ValueError(f"Branch '{branch_id}' does not exist")
+        self.branch_id = branch_id
+
+    async def list_branches(self) -> list[dict[str, Any]]:
+        """Every branch of this session, "main" first, like AdvancedSQLiteSession's:
+        branch_id, message_count (items in its context), user_turns, is_current,
+        created_at, plus parent (the branch it was forked from)."""
+        found: list[dict[str, Any]] = []
+        pending: list[tuple[str, str, str | None]] = [(MAIN_BRANCH, self.session_id, None)]
+        while pending:
+            name, store_id, parent = pending.pop(0)
+            info = await self.store.session_info(store_id)
+            if info is None and name != MAIN_BRANCH:
+                continue
+            turns = await self.store.turns(store_id) if info is not None else []
+            found.append(
+                {
+                    "branch_id": name,
+                    "message_count": 0 if info is None else info.context_items,
+                    "user_turns": sum(1 for turn in turns if turn.turn),
+                    "is_current": name == self.branch_id,
+                    "created_at": None if info is None else info.created_at.isoformat(),
+                    "parent": parent,
+                }
+            )
+            prefix = f"{self.session_id}{BRANCH_SEPARATOR}"
+            for child in await self.store.branches(store_id):
+                if child.session_id.startswith(prefix):
+                    pending.append((child.session_id[len(prefix) :], child.session_id, name))
+        return found
+
+    async def delete_branch(self, branch_id: str, force: bool = False) -> None:
+        """Delete a branch's own rows (what it shares with its parent stays); "main" cannot
+        be deleted, the current branch only with `force` (then "main" becomes current)."""
+        if not isinstance(branch_id, str) or not branch_id.strip():
+            raise ValueError("Branch ID cannot be empty")
+        if branch_id == MAIN_BRANCH:
+            raise ValueError("Cannot delete the 'main' branch")
+        if not any(branch["branch_id"] == branch_id for branch in await self.list_branches()):
+            raise ValueError(f"Branch '{branch_id}' does not exist")
+        if branch_id == self.branch_id:
+            if not force:
+                raise ValueError(
+                    f"Cannot delete current branch '{branch_id}'. Use force=True or switch "
+                    "branches first"
+                )
+            self.branch_id = MAIN_BRANCH
+        await self.store.delete_session(branch_session_id(self.session_id, branch_id))
+
     async def get_tool_usage(self) -> list[tuple[str, int, int]]:
         """(tool_name, calls, turn) for every tool called, like AdvancedSQLiteSession's."""
-        return await self.store.tool_usage(self.session_id)
+        return await self.store.tool_usage(self.active_session_id)
 
     async def get_session_usage(self) -> dict[str, int] | None:
         """Requests and tokens of the session's recorded model calls, shaped like
         AdvancedSQLiteSession's (captured automatically: no `store_run_usage` to call)."""
-        found = await self.store.usage(session_id=self.session_id)
+        found = await self.store.usage(session_id=self.active_session_id)
         if not found:
             return None
         [row] = found
         total = int(row["input_tokens"]) + int(row["output_tokens"])
-        turns = len(await self.store.turn_usage(self.session_id))
+        turns = len(await self.store.turn_usage(self.active_session_id))
         return {
             "requests": int(row["calls"]),
             "input_tokens": int(row["input_tokens"]),
@@ -265,7 +362,7 @@ class SQLSession:
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """Requests and tokens per user turn (calls whose input the input filter recorded),
         shaped like AdvancedSQLiteSession's; `{}` for a turn without any."""
-        by_turn = await self.store.turn_usage(self.session_id)
+        by_turn = await self.store.turn_usage(self.active_session_id)
         rows = [_turn_usage(turn, totals) for turn, totals in sorted(by_turn.items())]
         if user_turn_number is None:
             return rows
@@ -285,14 +382,23 @@ class SQLSession:
         if self.manager is None:
             return
         if args is not None and args.get("force"):
-            await self.manager.compact(self.session_id, note="run_compaction(force=True)")
+            await self.manager.compact(self.active_session_id, note="run_compaction(force=True)")
         else:
-            await self.manager.maybe_compact(self.session_id)
+            await self.manager.maybe_compact(self.active_session_id)
 
     async def close(self) -> None:
         """Close the store if this session created it (from_url)."""
         if self._owns_store:
             await self.store.close()
+
+
+MAIN_BRANCH: Final = "main"
+BRANCH_SEPARATOR: Final = "@"
+
+
+def branch_session_id(session_id: str, branch_id: str) -> str:
+    """The store session that holds `branch_id` of SDK session `session_id`."""
+    return session_id if branch_id == MAIN_BRANCH else f"{session_id}{BRANCH_SEPARATOR}{branch_id}"
 
 
 def _turn_usage(turn: int, totals: dict[str, int]) -> dict[str, Any]:
