@@ -206,3 +206,25 @@ def test_rewind_asks_then_restores_the_context_and_deletes_nothing(seeded: str) 
     after = db_state(seeded)
     assert after["messages"] == before["messages"] + 1 + len(compacted)  # marker + copies
     assert run("verify", "work", "--url", seeded).exit_code == 0
+
+
+def test_fork_starts_a_branch_that_shares_the_rows(seeded: str) -> None:
+    before = db_state(seeded)
+    assert_refused(
+        run("sessions", "fork", "work", "--to", "b", "--at", "soon", "--url", seeded), 2, "--at"
+    )
+    taken = run("sessions", "fork", "work", "--to", "work", "--url", seeded)
+    assert_refused(taken, 2, "that session already exists")
+    assert db_state(seeded) == before
+    done = run("sessions", "fork", "work", "--to", "retry", "--at", "v1", "--url", seeded)
+    assert done.exit_code == 0, done.output
+    assert "into 'retry'" in done.output and "no rows copied" in done.output
+    after = db_state(seeded)
+    assert (after["messages"], after["sessions"]) == (before["messages"], before["sessions"] + 1)
+    exported = run("sessions", "export", "retry", "--url", seeded, "--no-redact")
+    assert [json.loads(line) for line in exported.stdout.splitlines()] == _context(
+        seeded, "--as-of", "v1"
+    )
+    assert run("verify", "retry", "--url", seeded).exit_code == 0
+    refused = run("sessions", "delete", "work", "--yes", "--url", seeded)
+    assert_refused(refused, 2, "live branch")

@@ -1,0 +1,82 @@
+"""SQLSession's branch methods by the SDK's names: the same Runner conversation branched in
+AdvancedSQLiteSession (which copies messages) and in SQLSession (which shares rows) gives the
+model the same items, on both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agents.extensions.memory import AdvancedSQLiteSession
+
+from sessionstore import BranchError, SessionStore, SQLSession
+from tests.support.database import scalar
+from tests.support.sdk_runs import converse
+
+PROMPTS = ["hi", "what is the weather in Paris?", "thanks, and the WEATHER tomorrow?"]
+
+
+async def test_branching_matches_advanced_sqlite_session(db_url: str, tmp_path: Path) -> None:
+    theirs = AdvancedSQLiteSession(
+        session_id="t", db_path=str(tmp_path / "advanced.db"), create_tables=True
+    )
+    async with SessionStore(db_url, create_tables=True) as store:
+        ours = SQLSession("t", store)
+        await converse(theirs, PROMPTS)
+        await converse(ours, PROMPTS)
+        stored = await scalar(store, "SELECT count(*) FROM messages")
+        assert await theirs.create_branch_from_turn(2, "retry") == "retry"
+        assert await ours.create_branch_from_turn(2, "retry") == "retry"
+        assert await scalar(store, "SELECT count(*) FROM messages") == stored  # nothing copied
+        assert ours.branch_id == "retry" and ours.active_session_id == "t@retry"
+        assert await ours.get_items() == await theirs.get_items()
+        await converse(theirs, ["tell me about Rome instead"])
+        await converse(ours, ["tell me about Rome instead"])
+        assert await ours.get_items() == await theirs.get_items()
+        keys = ("turn", "content")
+        assert [{key: t[key] for key in keys} for t in await ours.get_conversation_turns()] == [
+            {key: t[key] for key in keys} for t in await theirs.get_conversation_turns()
+        ]
+        listed = await ours.list_branches()
+        assert [(b["branch_id"], b["is_current"]) for b in listed] == [
+            ("main", False),
+            ("retry", True),
+        ]
+        assert [b["message_count"] for b in listed] == [
+            len(await SQLSession("t", store).get_items()),
+            len(await ours.get_items()),
+        ]
+        await ours.switch_to_branch("main")
+        await theirs.switch_to_branch("main")
+        assert await ours.get_items() == await theirs.get_items()
+        assert await ours.create_branch_from_content("weather", "w") == "w"
+        assert await ours.get_items() == (await SQLSession("t", store).get_items())[:2]
+        with pytest.raises(ValueError, match="Cannot delete current branch 'w'"):
+            await ours.delete_branch("w")
+        await ours.delete_branch("w", force=True)
+        assert ours.branch_id == "main"
+        assert [b["branch_id"] for b in await ours.list_branches()] == ["main", "retry"]
+    theirs.close()
+
+
+async def test_branch_errors_name_the_problem(sqlite_url: str) -> None:
+    async with SessionStore(sqlite_url) as store:
+        ours = SQLSession("t", store)
+        await converse(ours, ["hi", "again"])
+        with pytest.raises(ValueError, match="Turn 3 does not exist"):
+            await ours.create_branch_from_turn(3)
+        with pytest.raises(ValueError, match="Branch name cannot be empty"):
+            await ours.create_branch_from_turn(1, " ")
+        with pytest.raises(ValueError, match="No user turns found containing 'zebra'"):
+            await ours.create_branch_from_content("zebra")
+        with pytest.raises(ValueError, match="Branch 'nope' does not exist"):
+            await ours.switch_to_branch("nope")
+        with pytest.raises(ValueError, match="Cannot delete the 'main' branch"):
+            await ours.delete_branch("main")
+        named = await ours.create_branch_from_turn(2)
+        assert named.startswith("branch_from_turn_2_")
+        with pytest.raises(BranchError, match="already exists"):
+            await ours.create_branch_from_turn(1, named)
+        await ours.switch_to_branch("main")
+        with pytest.raises(BranchError, match="live branch"):
+            await store.delete_session("t")
