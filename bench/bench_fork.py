@@ -2,9 +2,11 @@
 `create_branch_from_turn` (copies them), in one run.
 
 For each history length: the rows a fork writes (counted in the database before and after),
-the median time of a fork at the newest row and at the middle turn, and the first load of the
-branch. At 10,000 items both stores branch from the same middle turn and the ratio is
-ours / theirs (below 1.00x we are faster). PostgreSQL has no SDK anchor: absolute figures.
+the median time of a fork at the newest row (constant), at the middle seq (an index lookup plus
+a sum over the context it shares, in SQL) and at the middle turn (finding the Nth user message
+reads the session's rows), and the first load of the branch. At 10,000 items both stores
+branch from the same middle turn and the ratio is ours / theirs (below 1.00x we are faster).
+PostgreSQL has no SDK anchor: absolute figures.
 
     python bench/bench_fork.py            # 1,000, 10,000 and 100,000 items
     python bench/bench_fork.py --quick    # 1,000 and 10,000 items
@@ -63,6 +65,8 @@ async def ours(url: str, turns: int, rounds: int) -> dict[str, float]:
         middle = HistoryPoint.before_turn(turns // 2)
         newest = await median_ms(lambda n: store.fork("parent", f"new-{n}"), rounds)
         at_middle = await median_ms(lambda n: store.fork("parent", f"mid-{n}", at=middle), rounds)
+        half = ITEMS_PER_TURN * turns // 2
+        at_seq = await median_ms(lambda n: store.fork("parent", f"seq-{n}", at=half), rounds)
         load = await median_ms(lambda n: store.load_context(f"mid-{n}"), rounds)
         parent_load = await median_ms(lambda n: store.load_context("parent"), rounds)
         return {
@@ -70,6 +74,7 @@ async def ours(url: str, turns: int, rounds: int) -> dict[str, float]:
             "session rows written": after[1] - before[1],
             "fork at newest (ms)": newest,
             "fork at middle turn (ms)": at_middle,
+            "fork at middle seq (ms)": at_seq,
             "first load of branch (ms)": load,
             "load of parent (ms)": parent_load,
         }

@@ -81,7 +81,9 @@ def tx_fork(
             token_encoding=parent.token_encoding,
             parent_session_id=parent_id,
             fork_seq=upto,
-            parent_context_start_seq=context_start_at(conn, parent_id, upto, owner.fork_seq + 1),
+            parent_context_start_seq=owner.context_start_seq
+            if upto == owner.last_seq
+            else context_start_at(conn, parent_id, upto, owner.fork_seq + 1),
         )
     )
     return Fork(branch_id, parent_id, upto, items, tokens)

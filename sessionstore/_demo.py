@@ -7,6 +7,7 @@ what a real run stores.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,10 +235,18 @@ async def run_long_session(
         start = before.last_seq + 1 if before else 1
         manager = CompactionManager(CompactionConfig(max_context_tokens=window, store=store))
 
+        counted: dict[str, int] = {}  # each call resends the context: count an item once
+
+        def size_of(item: Any) -> int:
+            key = json.dumps(item, sort_keys=True, default=str)
+            if key not in counted:
+                counted[key] = estimator.count_item(item)
+            return counted[key]
+
         def measured(output: Any) -> Any:
             def respond(call: Any) -> Any:
                 items = call.input if isinstance(call.input, list) else []
-                sizes.append(sum(estimator.count_item(item) for item in items))
+                sizes.append(sum(size_of(item) for item in items))
                 return output
 
             return respond

@@ -326,6 +326,16 @@ sa.Index(
     postgresql_where=messages.c.append_token.is_not(None),
 )
 
+# Clear and rewind markers by session (0013): where a context started at any point of a long
+# history is found without walking it (time travel, forks). Only marker rows are indexed.
+sa.Index(
+    "ix_messages_clears",
+    messages.c.session_id,
+    messages.c.seq,
+    sqlite_where=messages.c.kind == KIND_CLEAR,
+    postgresql_where=messages.c.kind == KIND_CLEAR,
+)
+
 # Views over the tables (migration 0011), documented and queryable like them.
 VIEWS: Final = ("turns",)
 

@@ -163,8 +163,11 @@ _BATCH_START: Final = sa.select(sa.func.max(_m.seq)).where(
     _m.seq <= sa.bindparam("seq"),
     sa.or_(_m.kind != KIND_ITEM, _m.append_token.is_not(None)),
 )
+# The kind is a literal so the planner can use the partial index of clear markers.
 _LAST_CLEAR: Final = sa.select(sa.func.max(_m.seq)).where(
-    _m.session_id == _sid, _m.kind == KIND_CLEAR, _m.seq <= sa.bindparam("upto")
+    _m.session_id == _sid,
+    _m.kind == sa.literal_column(f"'{KIND_CLEAR}'"),
+    _m.seq <= sa.bindparam("upto"),
 )
 _COMPACTION_STARTS: Final = sa.select(compactions.c.id, compactions.c.context_start_seq).where(
     compactions.c.session_id == _sid,

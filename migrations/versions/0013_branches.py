@@ -1,4 +1,5 @@
-"""Branches: a session forked from another shares the parent's rows up to the fork point.
+"""Branches: a session forked from another shares the parent's rows up to the fork point;
+clear markers get a partial index so a context's start at any point is found at once.
 
 Revision ID: 0013
 Revises: 0012
@@ -55,6 +56,14 @@ def upgrade() -> None:
     op.add_column("sessions", sa.Column("fork_seq", sa.BigInteger, nullable=True))
     op.add_column("sessions", sa.Column("parent_context_start_seq", sa.BigInteger, nullable=True))
     op.create_index("ix_sessions_parent_session_id", "sessions", ["parent_session_id"])
+    clears = sa.text("kind = 'clear'")
+    op.create_index(
+        "ix_messages_clears",
+        "messages",
+        ["session_id", "seq"],
+        sqlite_where=clears,
+        postgresql_where=clears,
+    )
     if op.get_bind().dialect.name == "postgresql":
         text = _function_of_0002()
         for old, new in (_KEEP_SHARED_ROWS, _KEEP_PARENTS):
@@ -66,6 +75,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         _replace_function(_function_of_0002())
+    op.drop_index("ix_messages_clears", table_name="messages")
     op.drop_index("ix_sessions_parent_session_id", table_name="sessions")
     # ALTER TABLE ... DROP COLUMN (SQLite 3.35+): rebuilding `sessions`, which every other
     # table refers to, would need the whole database unlocked.
