@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from agents.extensions.memory import AdvancedSQLiteSession
 from bench_store import turn
 from scratch_pg import scratch_database
@@ -116,6 +117,8 @@ async def postgres_run(turns: int, rounds: int) -> None:
     async with scratch_database() as url, SessionStore(url, create_tables=True) as store:
         ours = SQLSession("b", store)
         await fill(ours, turns)
+        async with store.engine.connect() as conn:  # what autovacuum does on a live database
+            await conn.execute(sa.text("ANALYZE"))
         needle = f"feat-{turns // 2}"
         ops: dict[str, dict[str, Op]] = {
             "get_conversation_turns": {"ours": ours.get_conversation_turns},

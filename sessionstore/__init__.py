@@ -66,7 +66,7 @@ from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
 from ._search import SearchHit
 from ._store import SessionStore
 from ._time_travel import HistoryPoint, Rewind
-from ._turns import Turn
+from ._turns import Turn, UserTurn
 
 if TYPE_CHECKING:
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
@@ -177,6 +177,7 @@ __all__ = [
     "TokenEstimator",
     "Turn",
     "UnsupportedURLError",
+    "UserTurn",
     "build_event_bus",
     "build_manager",
     "build_store",

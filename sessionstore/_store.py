@@ -108,7 +108,7 @@ from ._time_travel import (
     tx_rows_as_of,
 )
 from ._tokens import TokenEstimator, estimator_for_model
-from ._turns import Turn, tx_tool_usage, tx_turns
+from ._turns import Turn, UserTurn, tx_tool_usage, tx_turns, tx_user_turns
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
@@ -950,6 +950,13 @@ class SessionStore:
         check_session_id(session_id)
         await self.ensure_ready()
         return await self.database.read(tx_turns, session_id, self.session_keys)
+
+    async def user_turns(self, session_id: str) -> list[UserTurn]:
+        """The user messages that start the session's turns, numbered as `turns` numbers
+        them; reads only those rows (what listing or searching turns needs)."""
+        check_session_id(session_id)
+        await self.ensure_ready()
+        return await self.database.read(tx_user_turns, session_id, self.session_keys)
 
     async def tool_usage(self, session_id: str) -> list[tuple[str, int, int]]:
         """(tool, calls, turn) for every tool the session called, in turn order."""

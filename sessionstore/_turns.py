@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._payload_sealing import SessionKeys
-from ._schema import messages
+from ._schema import KIND_ITEM, messages
 from ._session_sql import ROW_COLUMNS, stored_rows
 from ._time_travel import lineage, user_messages
 
@@ -37,6 +37,16 @@ _TURNS: Final = sa.select(_turns).where(_turns.c.session_id == _sid).order_by(_t
 _FIRST_ROWS: Final = (
     sa.select(*ROW_COLUMNS)
     .where(messages.c.session_id == _sid, messages.c.seq.in_(sa.bindparam("seqs", expanding=True)))
+    .order_by(messages.c.seq)
+)
+_USER_ROWS: Final = (
+    sa.select(*ROW_COLUMNS)
+    .where(
+        messages.c.session_id == _sid,
+        messages.c.kind == KIND_ITEM,
+        messages.c.role == "user",
+        messages.c.seq <= sa.bindparam("upto"),
+    )
     .order_by(messages.c.seq)
 )
 # Tool calls (not their outputs) per tool and turn, numbered as the view numbers turns.
@@ -111,6 +121,33 @@ def _own_turns(conn: Connection, session_id: str, keys: SessionKeys) -> list[Tur
         if turn.first_seq in opened
         else turn
         for turn in turns
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurn:
+    """The user message that starts a turn: what `get_conversation_turns` lists."""
+
+    turn: int
+    seq: int
+    user_text: str | None  # as in Turn
+    started_at: datetime
+
+
+def tx_user_turns(
+    conn: Connection, session_id: str, keys: SessionKeys, upto: int | None = None
+) -> list[UserTurn]:
+    """The user messages that start the session's turns (a branch's parent's first, up to the
+    fork), numbered as the `turns` view numbers them: only those rows are read and opened."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto is not None and upto <= line.fork_seq:
+        return tx_user_turns(conn, line.parent, keys, upto)
+    inherited = tx_user_turns(conn, line.parent, keys, line.fork_seq) if line.parent else []
+    params = {"sid": session_id, "upto": line.last_seq if upto is None else upto}
+    rows = stored_rows(conn, keys, session_id, conn.execute(_USER_ROWS, params))
+    return inherited + [
+        UserTurn(len(inherited) + number, row.seq, _content(row.item), row.created_at)
+        for number, row in enumerate(rows, start=1)
     ]
 
 

@@ -156,6 +156,11 @@ async def test_time_travel_and_turns_follow_the_lineage(store: SessionStore) -> 
     await store.append("b", [output("c9", "found")])
     assert [turn.turn for turn in await store.turns("b")] == [1, 2, 3]
     assert (await store.turns("b"))[2].user_text == "branch turn"
+    assert [(u.turn, u.user_text) for u in await store.user_turns("b")] == [
+        (1, "question 0"),
+        (2, "question 1"),
+        (3, "branch turn"),
+    ]
     assert await store.tool_usage("b") == [("search", 1, 3)]
     assert await store.load_context("b", as_of=2) == await store.load_context("p", as_of=2)
     assert await store.load_context("b", as_of=HistoryPoint.before_turn(2)) == (

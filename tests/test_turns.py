@@ -75,6 +75,9 @@ async def test_turns_agree_with_a_model_and_with_before_turn(
             assert seqs
         turns = await turns_of(store, sid)
         assert {t["turn"]: t["items"] for t in turns} == model
+        starts = [(t["turn"], t["first_seq"], t["user_text"]) for t in turns if t["turn"]]
+        listed = await store.user_turns(sid)  # the cheap read agrees with the view
+        assert [(u.turn, u.seq, u.user_text) for u in listed] == starts
         for t in turns:
             if t["turn"] == 0:
                 continue
@@ -102,5 +105,8 @@ async def test_store_turns_open_sealed_user_text_and_count_tools(db_url: str) ->
             '[{"type":"input_text","text":"x"}]',
         ]
         assert turns[0].tools == ("lookup",) and turns[0].items == 5
+        assert [(u.turn, u.user_text) for u in await store.user_turns("s")] == [
+            (turn.turn, turn.user_text) for turn in turns
+        ]
         assert await store.tool_usage("s") == [("lookup", 2, 1)]
         assert (await turns_of(store, "s"))[0]["user_text"] is None  # SQL cannot read it

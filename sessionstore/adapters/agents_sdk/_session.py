@@ -231,8 +231,7 @@ class SQLSession:
                 "timestamp": turn.started_at.isoformat(),
                 "can_branch": True,
             }
-            for turn in await self.store.turns(self.active_session_id)
-            if turn.turn
+            for turn in await self.store.user_turns(self.active_session_id)
         ]
 
     async def find_turns_by_content(self, search_term: str) -> list[dict[str, Any]]:
@@ -262,7 +261,7 @@ class SQLSession:
         name = branch_name or f"branch_from_turn_{turn_number}_{secrets.token_hex(4)}"
         if name == MAIN_BRANCH:
             raise ValueError(f"Branch '{MAIN_BRANCH}' already exists")
-        turns = await self.store.turns(self.active_session_id)
+        turns = await self.store.user_turns(self.active_session_id)
         if not any(turn.turn == turn_number for turn in turns):
             raise ValueError(f"Turn {turn_number} does not exist or is not a user message")
         await self.store.fork(
@@ -301,12 +300,12 @@ class SQLSession:
             info = await self.store.session_info(store_id)
             if info is None and name != MAIN_BRANCH:
                 continue
-            turns = await self.store.turns(store_id) if info is not None else []
+            turns = await self.store.user_turns(store_id) if info is not None else []
             found.append(
                 {
                     "branch_id": name,
                     "message_count": 0 if info is None else info.context_items,
-                    "user_turns": sum(1 for turn in turns if turn.turn),
+                    "user_turns": len(turns),
                     "is_current": name == self.branch_id,
                     "created_at": None if info is None else info.created_at.isoformat(),
                     "parent": parent,
