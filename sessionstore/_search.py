@@ -40,8 +40,8 @@ _PG_SEARCH: Final = f"""
     ORDER BY ts_rank({_PG_VECTOR}, plainto_tsquery('simple', :match)) DESC, seq DESC
     LIMIT :limit
 """
-_ROW: Final = sa.select(*ROW_COLUMNS).where(
-    messages.c.session_id == sa.bindparam("sid"), messages.c.seq == sa.bindparam("seq")
+_ROWS: Final = sa.select(*ROW_COLUMNS).where(
+    sa.tuple_(messages.c.session_id, messages.c.seq).in_(sa.bindparam("keys", expanding=True))
 )
 
 
@@ -85,10 +85,16 @@ def tx_search(
     else:
         sql, match = _PG_SEARCH, " ".join(words)
     params = {"match": match, "sid": session_id, "limit": limit}
-    found = conn.execute(sa.text(sql), params).all()
+    found = [(str(sid), int(seq)) for sid, seq in conn.execute(sa.text(sql), params)]
+    if not found:
+        return []
+    matched = conn.execute(_ROWS, {"keys": found})  # one read for every hit
+    rows = {(row.session_id, row.seq): row for row in matched}
     hits = []
     for sid, seq in found:
-        [row] = stored_rows(conn, keys, sid, conn.execute(_ROW, {"sid": sid, "seq": seq}))
+        if (sid, seq) not in rows:
+            continue
+        [row] = stored_rows(conn, keys, sid, [rows[(sid, seq)]])
         if row.item is None:  # purged by a concurrent retention run
             continue
         item = redactor.value(row.item)

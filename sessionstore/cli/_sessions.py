@@ -189,9 +189,8 @@ async def _call_input(store: SessionStore, session_id: str, number: int) -> list
         raise typer.Exit(EXIT_FAILED)
     _, stored = await store.rows_as_of(session_id, call.context_to_seq)
     last = call.context_to_seq + call.unsaved_items
-    unsaved = [
-        row for row in await store.history(session_id) if call.context_to_seq < row.seq <= last
-    ]
+    after = [] if last == call.context_to_seq else (await store.rows_as_of(session_id, last))[1]
+    unsaved = [row for row in after if call.context_to_seq < row.seq <= last]  # no history walk
     return [*visible_rows(stored), *unsaved]
 
 
