@@ -117,7 +117,7 @@ async def postgres_run(turns: int, rounds: int) -> None:
     async with scratch_database() as url, SessionStore(url, create_tables=True) as store:
         ours = SQLSession("b", store)
         await fill(ours, turns)
-        async with store.engine.connect() as conn:  # what autovacuum does on a live database
+        async with store.engine.begin() as conn:  # what autovacuum does on a live database
             await conn.execute(sa.text("ANALYZE"))
         needle = f"feat-{turns // 2}"
         ops: dict[str, dict[str, Op]] = {
