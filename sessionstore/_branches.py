@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._errors import BranchError
-from ._events import Event
+from ._events import Event, session_event
 from ._payload_sealing import SessionKeys
 from ._schema import sessions
 from ._session_sql import SESSION_ROW, lock_session
@@ -96,13 +96,4 @@ def tx_branches(conn: Connection, session_id: str) -> list[Any]:
 
 def fork_event(done: Fork) -> Event:
     """`session.fork`: which parent and seq the branch shares, and what it starts with."""
-    return Event(
-        "session.fork",
-        session_id=done.session_id,
-        fields={
-            "parent_session_id": done.parent_session_id,
-            "fork_seq": done.fork_seq,
-            "items": done.items,
-            "tokens": done.tokens,
-        },
-    )
+    return session_event("session.fork", done)

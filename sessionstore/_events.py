@@ -8,7 +8,7 @@ questions need no JSON parsing; the full event is kept in `payload`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -59,3 +59,11 @@ class Event:
         for name, column in _TYPED_COLUMNS.items():
             values[column] = self.fields.get(name)  # every key present: rows batch together
         return values
+
+
+def session_event(name: str, record: Any) -> Event:
+    """An event about one session whose fields are a dataclass record's (a rewind, a fork):
+    its `session_id` names the session, every other field goes into the event."""
+    values = {item.name: getattr(record, item.name) for item in fields(record)}
+    session_id = values.pop("session_id")
+    return Event(name, session_id=session_id, fields=values)

@@ -21,6 +21,7 @@ from ._payload_sealing import SessionKeys
 from ._ranges import runs
 from ._rows import StoredRow, decode_payloads, visible_in_order
 from ._schema import KIND_CARRY, KIND_CLEAR, KIND_SUMMARY, compactions, messages, sessions
+from ._session_sql import seq_range
 from ._time_travel import Lineage, inherited_rows, lineage
 
 _MAX_PROBLEMS: Final = 20  # a report names the first problems, then counts the rest
@@ -31,15 +32,7 @@ _ROW_COLUMNS: Final = (
     sa.cast(messages.c.payload, sa.Text).label("payload"),
 )
 _SESSION: Final = sa.select(*sessions.c).where(sessions.c.session_id == _sid)
-_ROWS_FROM: Final = (
-    sa.select(*_ROW_COLUMNS)
-    .where(
-        messages.c.session_id == _sid,
-        messages.c.seq >= sa.bindparam("from_seq"),
-        messages.c.seq <= sa.bindparam("to_seq"),
-    )
-    .order_by(messages.c.seq)
-)
+_ROWS_FROM: Final = seq_range(*_ROW_COLUMNS, first="from_seq", last="to_seq")
 _EMPTY_COMPACTION: Final = sa.select(sa.func.count()).where(
     compactions.c.session_id == _sid,
     compactions.c.context_start_seq == sa.bindparam("start"),

@@ -32,6 +32,19 @@ _ROWS_AFTER: Final = (
 )
 
 
+def seq_range(*columns: Any, first: str = "first", last: str = "last") -> sa.Select[Any]:
+    """`columns` of one session's rows (bound as `sid`) from seq `first` to `last`, in order."""
+    return (
+        sa.select(*columns)
+        .where(
+            messages.c.session_id == _sid,
+            messages.c.seq >= sa.bindparam(first),
+            messages.c.seq <= sa.bindparam(last),
+        )
+        .order_by(messages.c.seq)
+    )
+
+
 def stored_rows(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Iterable[AnyRow]
 ) -> list[StoredRow]:

@@ -95,6 +95,7 @@ from ._session_sql import (
     AnyRow,
     lock_session,
     marker_row,
+    seq_range,
     stored_rows,
     write_rows,
 )
@@ -132,15 +133,7 @@ _ACTIVE_ASC: Final = (
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
     .order_by(messages.c.seq)
 )
-_CONTEXT_RANGE: Final = (
-    sa.select(*_CONTEXT_COLUMNS)
-    .where(
-        messages.c.session_id == _sid,
-        messages.c.seq >= sa.bindparam("first"),
-        messages.c.seq <= sa.bindparam("last"),
-    )
-    .order_by(messages.c.seq)
-)
+_CONTEXT_RANGE: Final = seq_range(*_CONTEXT_COLUMNS)
 _ACTIVE_DESC: Final = (
     sa.select(*_CONTEXT_COLUMNS, messages.c.tokens)
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)

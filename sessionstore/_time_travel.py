@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._errors import HistoryPointError
-from ._events import Event
+from ._events import Event, session_event
 from ._payload_sealing import SessionKeys
 from ._rows import StoredRow, visible_rows
 from ._schema import (
@@ -38,6 +38,7 @@ from ._session_sql import (
     carried_copy,
     lock_session,
     marker_row,
+    seq_range,
     stored_rows,
     write_rows,
 )
@@ -173,15 +174,7 @@ _COMPACTION_STARTS: Final = sa.select(compactions.c.id, compactions.c.context_st
     compactions.c.session_id == _sid,
     compactions.c.context_start_seq <= sa.bindparam("upto") + 1,
 )
-_ROWS_BETWEEN: Final = (
-    sa.select(*ROW_COLUMNS)
-    .where(
-        _m.session_id == _sid,
-        _m.seq >= sa.bindparam("start"),
-        _m.seq <= sa.bindparam("upto"),
-    )
-    .order_by(_m.seq)
-)
+_ROWS_BETWEEN: Final = seq_range(*ROW_COLUMNS, first="start", last="upto")
 _IN_RANGE: Final = (
     _m.session_id == _sid,
     _m.seq >= sa.bindparam("start"),
@@ -504,13 +497,4 @@ def tx_rewind(conn: Connection, session_id: str, point: HistoryPoint, keys: Sess
 
 def rewind_event(done: Rewind) -> Event:
     """`session.rewind`: which seq the context went back to, and what it holds now."""
-    return Event(
-        "session.rewind",
-        session_id=done.session_id,
-        fields={
-            "marker_seq": done.marker_seq,
-            "to_seq": done.to_seq,
-            "items": done.items,
-            "tokens": done.tokens,
-        },
-    )
+    return session_event("session.rewind", done)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from agents import Agent, Runner, function_tool
+from agents.extensions.memory import AdvancedSQLiteSession
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message, function_call
+
+from sessionstore import SessionStore, SQLSession
 
 PROMPTS = ("hi", "what is the weather in Paris?", "thanks")
 
@@ -54,3 +59,22 @@ async def converse(session: Session, prompts: Sequence[str]) -> None:
     for prompt in prompts:
         await Runner.run(agent, prompt, session=session)
     model.assert_complete()
+
+
+@contextlib.asynccontextmanager
+async def side_by_side(
+    db_url: str, directory: Path, prompts: Sequence[str]
+) -> AsyncIterator[tuple[AdvancedSQLiteSession, SQLSession, SessionStore]]:
+    """The same Runner conversation through the SDK's AdvancedSQLiteSession (in `directory`)
+    and through SQLSession on `db_url`: (theirs, ours, our store)."""
+    theirs = AdvancedSQLiteSession(
+        session_id="t", db_path=str(directory / "advanced.db"), create_tables=True
+    )
+    try:
+        async with SessionStore(db_url, create_tables=True) as store:
+            ours = SQLSession("t", store)
+            await converse(theirs, prompts)
+            await converse(ours, prompts)
+            yield theirs, ours, store
+    finally:
+        theirs.close()

@@ -7,23 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agents.extensions.memory import AdvancedSQLiteSession
 
 from sessionstore import BranchError, SessionStore, SQLSession
 from tests.support.database import scalar
-from tests.support.sdk_runs import converse
+from tests.support.sdk_runs import converse, side_by_side
 
 PROMPTS = ["hi", "what is the weather in Paris?", "thanks, and the WEATHER tomorrow?"]
 
 
 async def test_branching_matches_advanced_sqlite_session(db_url: str, tmp_path: Path) -> None:
-    theirs = AdvancedSQLiteSession(
-        session_id="t", db_path=str(tmp_path / "advanced.db"), create_tables=True
-    )
-    async with SessionStore(db_url, create_tables=True) as store:
-        ours = SQLSession("t", store)
-        await converse(theirs, PROMPTS)
-        await converse(ours, PROMPTS)
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, store):
         stored = await scalar(store, "SELECT count(*) FROM messages")
         assert await theirs.create_branch_from_turn(2, "retry") == "retry"
         assert await ours.create_branch_from_turn(2, "retry") == "retry"
@@ -56,7 +49,6 @@ async def test_branching_matches_advanced_sqlite_session(db_url: str, tmp_path: 
         await ours.delete_branch("w", force=True)
         assert ours.branch_id == "main"
         assert [b["branch_id"] for b in await ours.list_branches()] == ["main", "retry"]
-    theirs.close()
 
 
 async def test_branch_errors_name_the_problem(sqlite_url: str) -> None:

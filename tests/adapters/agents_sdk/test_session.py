@@ -8,12 +8,12 @@ from typing import Any, ClassVar, cast
 
 import pytest
 from agents import SQLiteSession
-from agents.extensions.memory import AdvancedSQLiteSession, SQLAlchemySession
+from agents.extensions.memory import SQLAlchemySession
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message
 
 from sessionstore import HistoryPoint, SessionStore, SQLSession
-from tests.support.sdk_runs import converse, run_three_turns
+from tests.support.sdk_runs import run_three_turns, side_by_side
 
 
 def _normalize(items: list[Any]) -> list[Any]:
@@ -289,13 +289,7 @@ async def test_turn_queries_match_advanced_sqlite_session(db_url: str, tmp_path:
     """The same Runner conversation through AdvancedSQLiteSession and SQLSession: the same
     user turns, contents, matches and tool usage."""
     prompts = ["hi", "what is the weather in Paris?", "thanks, and the WEATHER tomorrow?"]
-    theirs = AdvancedSQLiteSession(
-        session_id="t", db_path=str(tmp_path / "advanced.db"), create_tables=True
-    )
-    async with SessionStore(db_url, create_tables=True) as store:
-        ours = SQLSession("t", store)
-        await converse(theirs, prompts)
-        await converse(ours, prompts)
+    async with side_by_side(db_url, tmp_path, prompts) as (theirs, ours, _store):
         keys = ("turn", "content", "full_content")
         expected = [{key: t[key] for key in keys} for t in await theirs.get_conversation_turns()]
         got = await ours.get_conversation_turns()
@@ -310,4 +304,3 @@ async def test_turn_queries_match_advanced_sqlite_session(db_url: str, tmp_path:
         await ours.rewind(HistoryPoint.before_turn(3))
         assert await ours.get_items() == await ours.get_items_as_of(HistoryPoint.before_turn(3))
         assert [t["turn"] for t in await ours.get_conversation_turns()] == [1, 2, 3]
-    theirs.close()
