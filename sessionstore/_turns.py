@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._payload_sealing import SessionKeys
+from ._rows import decode_payload
 from ._schema import KIND_ITEM, messages
 from ._session_sql import ROW_COLUMNS, stored_rows
 from ._time_travel import lineage, user_messages
@@ -40,7 +41,7 @@ _FIRST_ROWS: Final = (
     .order_by(messages.c.seq)
 )
 _USER_ROWS: Final = (
-    sa.select(*ROW_COLUMNS)
+    sa.select(messages.c.seq, messages.c.payload, messages.c.payload_sealed, messages.c.created_at)
     .where(
         messages.c.session_id == _sid,
         messages.c.kind == KIND_ITEM,
@@ -144,11 +145,20 @@ def tx_user_turns(
         return tx_user_turns(conn, line.parent, keys, upto)
     inherited = tx_user_turns(conn, line.parent, keys, line.fork_seq) if line.parent else []
     params = {"sid": session_id, "upto": line.last_seq if upto is None else upto}
-    rows = stored_rows(conn, keys, session_id, conn.execute(_USER_ROWS, params))
+    plain = keys.opener(conn, session_id)
     return inherited + [
-        UserTurn(len(inherited) + number, row.seq, _content(row.item), row.created_at)
-        for number, row in enumerate(rows, start=1)
+        UserTurn(
+            len(inherited) + number,
+            row.seq,
+            _content(_item(plain(row.seq, row.payload, row.payload_sealed))),
+            row.created_at,
+        )
+        for number, row in enumerate(conn.execute(_USER_ROWS, params), start=1)
     ]
+
+
+def _item(payload: object) -> dict[str, object] | None:
+    return None if payload is None else decode_payload(payload)
 
 
 def _content(item: dict[str, object] | None) -> str | None:
