@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -87,11 +88,38 @@ async def _empty_tables(url: str) -> None:
         await conn.close()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, made once per worker: migrating a new file costs ~60 ms, copying
+    this one ~1 ms, and every SQLite test of `db_url` starts from a copy."""
+    path = tmp_path_factory.mktemp("template") / "migrated.db"
+
+    async def migrate() -> None:
+        async with SessionStore(f"sqlite:///{path}"):
+            pass
+
+    asyncio.run(migrate())
+    return path
+
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy through SQLite's backup API (WAL content included)."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A ready database URL on each backend: a new SQLite file, or the emptied PG database."""
+    """A ready database URL on each backend: a new, migrated SQLite file, or the emptied PG
+    database."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
+        target = tmp_path / "sessions.db"
+        _copy_sqlite(request.getfixturevalue("migrated_sqlite"), target)
+        return f"sqlite:///{target}"
     url: str = request.getfixturevalue("pg_url")
     asyncio.run(_empty_tables(url))
     return url

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.table import Table
@@ -66,6 +66,17 @@ async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
     return info
 
 
+_LIST_COLUMNS: Final = (
+    "session_id",
+    "items",
+    "tokens",
+    "last_seq",
+    "compactions",
+    "updated_at",
+    "branch_of",
+)
+
+
 def _info_dict(info: SessionInfo) -> dict[str, Any]:
     return {
         "session_id": info.session_id,
@@ -74,6 +85,9 @@ def _info_dict(info: SessionInfo) -> dict[str, Any]:
         "last_seq": info.last_seq,
         "compactions": info.compaction_count,
         "updated_at": iso_utc(info.updated_at),
+        "branch_of": None
+        if info.parent_session_id is None
+        else f"{info.parent_session_id} @ seq {info.fork_seq}",
     }
 
 
@@ -97,10 +111,10 @@ def list_(
         emit_json(rows)
         return
     table = Table(title=f"Sessions ({len(rows)})")
-    for column in ("session_id", "items", "tokens", "last_seq", "compactions", "updated_at"):
+    for column in _LIST_COLUMNS:
         table.add_column(column, justify="right" if column in ("items", "tokens") else "left")
     for row in rows:
-        table.add_row(*(shown(value) for value in row.values()))
+        table.add_row(*(shown("" if value is None else value) for value in row.values()))
     console.print(table)
 
 

@@ -226,5 +226,11 @@ def test_fork_starts_a_branch_that_shares_the_rows(seeded: str) -> None:
         seeded, "--as-of", "v1"
     )
     assert run("verify", "retry", "--url", seeded).exit_code == 0
+    listed = {
+        row["session_id"]: row
+        for row in json.loads(run("sessions", "list", "--json", "--url", seeded).stdout)
+    }
+    assert listed["retry"]["branch_of"].startswith("work @ seq ")
+    assert listed["work"]["branch_of"] is None
     refused = run("sessions", "delete", "work", "--yes", "--url", seeded)
     assert_refused(refused, 2, "live branch")
