@@ -336,8 +336,8 @@ sa.Index(
     postgresql_where=messages.c.kind == KIND_CLEAR,
 )
 
-# Views over the tables (migration 0011), documented and queryable like them.
-VIEWS: Final = ("turns",)
+# Views over the tables (migrations 0011 and 0013), documented and queryable like them.
+VIEWS: Final = ("turns", "session_usage")
 
 
 def is_search_index(name: str | None) -> bool:

@@ -1,11 +1,13 @@
 """docs/SCHEMA.md's example queries run as printed on PostgreSQL, against a session with a
-branch and recorded model calls, and answer what their captions ask."""
+branch and recorded model calls, and answer what their captions ask; its views agree with the
+store's own calls on both backends."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from sessionstore import CallUsage, SessionStore
@@ -46,3 +48,26 @@ async def test_the_example_queries_answer_their_questions(pg_url: str) -> None:
     ]
     assert [(row.call, row.context_to_seq) for row in call_17] == [(17, 3)]
     assert [row.seq for row in seen] == [1, 2, 3]
+
+
+async def test_the_session_usage_view_sums_what_store_usage_sums(db_url: str) -> None:
+    async with SessionStore(db_url) as store:
+        await store.append("p", [user("hi")])
+        await store.fork("p", "p@b")
+        for session_id, usage in (("p", CallUsage(100, 10, 20, 5)), ("p@b", CallUsage(7, 0, 3, 0))):
+            call_id = await store.record_model_call(session_id, [user("hi")], model="gpt-4o")
+            await store.record_usage(session_id, [usage], calls=[(call_id, "gpt-4o")])
+        async with store.engine.connect() as conn:
+            view = (await conn.execute(sa.text("SELECT * FROM session_usage ORDER BY 1"))).all()
+        totals = await store.usage(by="session")
+    assert [(row.session_id, row.parent_session_id, row.calls) for row in view] == [
+        ("p", None, 1),
+        ("p@b", "p", 1),
+    ]
+    by_session = {row["session"]: row for row in totals}
+    for row in view:
+        assert (row.input_tokens, row.output_tokens) == (
+            by_session[row.session_id]["input_tokens"],
+            by_session[row.session_id]["output_tokens"],
+        )
+        assert row.cost_usd == pytest.approx(by_session[row.session_id]["cost_usd"])

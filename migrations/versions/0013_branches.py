@@ -1,5 +1,6 @@
 """Branches: a session forked from another shares the parent's rows up to the fork point;
-clear markers get a partial index so a context's start at any point is found at once.
+clear markers get a partial index so a context's start at any point is found at once; the
+`session_usage` view sums each session's model calls.
 
 Revision ID: 0013
 Revises: 0012
@@ -35,6 +36,19 @@ _KEEP_PARENTS = (
 )
 
 
+# Usage and cost per session, from model_calls (0012); a branch names its parent.
+_SESSION_USAGE = """
+CREATE VIEW session_usage AS
+SELECT c.session_id, s.parent_session_id, count(*) AS calls,
+       sum(c.input_tokens) AS input_tokens, sum(c.cached_tokens) AS cached_tokens,
+       sum(c.output_tokens) AS output_tokens, sum(c.reasoning_tokens) AS reasoning_tokens,
+       sum(c.cost_usd) AS cost_usd,
+       min(c.created_at) AS first_call_at, max(c.created_at) AS last_call_at
+FROM model_calls c LEFT JOIN sessions s ON s.session_id = c.session_id
+GROUP BY c.session_id, s.parent_session_id
+"""
+
+
 def _function_of_0002() -> str:
     spec = importlib.util.spec_from_file_location(
         "retention_0002", Path(__file__).with_name("0002_retention.py")
@@ -64,6 +78,7 @@ def upgrade() -> None:
         sqlite_where=clears,
         postgresql_where=clears,
     )
+    op.execute(_SESSION_USAGE)
     if op.get_bind().dialect.name == "postgresql":
         text = _function_of_0002()
         for old, new in (_KEEP_SHARED_ROWS, _KEEP_PARENTS):
@@ -73,6 +88,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("DROP VIEW session_usage")
     if op.get_bind().dialect.name == "postgresql":
         _replace_function(_function_of_0002())
     op.drop_index("ix_messages_clears", table_name="messages")
