@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ._errors import BranchError
@@ -30,6 +31,7 @@ from ._time_travel import (
     resolve_point,
 )
 
+_INSERT: Final[dict[str, Any]] = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 _CHILDREN: Final = (
     sa.select(*sessions.c)
     .where(sessions.c.parent_session_id == sa.bindparam("sid", type_=sa.Text))
@@ -57,22 +59,21 @@ def tx_fork(
     keys: SessionKeys,
 ) -> Fork:
     """Create `branch_id` as a branch of `parent_id` at `point`: one session row."""
+    asked = parent_id
     parent: Any = lock_session(conn, parent_id)
     if parent is None:
         raise BranchError(f"cannot fork {parent_id!r}: no such session in this store")
     if conn.execute(SESSION_ROW, {"sid": branch_id}).first() is not None:
-        raise BranchError(
-            f"cannot fork {parent_id!r} into {branch_id!r}: that session already exists "
-            "(pick a new id for the branch)"
-        )
-    upto = resolve_point(conn, parent_id, point, int(parent.last_seq))
+        raise _taken(parent_id, branch_id)
+    upto = resolve_point(conn, parent_id, point, int(parent.last_seq), exact_turn=True)
     items, tokens = context_counts(conn, parent_id, upto, keys)
     owner = lineage(conn, parent_id)
     while owner.parent is not None and upto <= owner.fork_seq:  # rows the parent shares:
         parent_id = owner.parent  # branch from the ancestor that holds them
         owner = lineage(conn, parent_id)
-    conn.execute(
-        sessions.insert().values(
+    insert = _INSERT[conn.dialect.name](sessions)
+    created = conn.execute(
+        insert.values(
             session_id=branch_id,
             last_seq=upto,
             context_start_seq=upto + 1,
@@ -84,9 +85,18 @@ def tx_fork(
             parent_context_start_seq=owner.context_start_seq
             if upto == owner.last_seq
             else context_start_at(conn, parent_id, upto, owner.fork_seq + 1),
-        )
+        ).on_conflict_do_nothing(index_elements=[sessions.c.session_id])
     )
+    if created.rowcount == 0:  # another writer created it since the check above
+        raise _taken(asked, branch_id)
     return Fork(branch_id, parent_id, upto, items, tokens)
+
+
+def _taken(parent_id: str, branch_id: str) -> BranchError:
+    return BranchError(
+        f"cannot fork {parent_id!r} into {branch_id!r}: that session already exists "
+        "(pick a new id for the branch)"
+    )
 
 
 def tx_branches(conn: Connection, session_id: str) -> list[Any]:

@@ -134,6 +134,12 @@ _ACTIVE_ASC: Final = (
     .order_by(messages.c.seq)
 )
 _CONTEXT_RANGE: Final = seq_range(*_CONTEXT_COLUMNS)
+_RANGE_DESC: Final = (
+    seq_range(*_CONTEXT_COLUMNS)
+    .order_by(None)
+    .order_by(messages.c.seq.desc())
+    .limit(sa.bindparam("window"))
+)
 _ACTIVE_DESC: Final = (
     sa.select(*_CONTEXT_COLUMNS, messages.c.tokens)
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
@@ -389,14 +395,44 @@ def _read_tail(
     while True:
         rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
         visible = _visible_payloads(conn, keys, session_id, rows)
-        if len(visible) >= limit:
-            break
-        if len(rows) < window:  # the whole context is read: a branch adds its parent's
-            if inherited_rows(conn, session_id, keys):
-                return _read_active(conn, session_id, keys)[-limit:]
+        if len(visible) >= limit or len(rows) < window:
             break
         window *= 2
-    return decode_payloads(visible[:limit][::-1])
+    newest = visible[:limit][::-1]
+    if len(newest) < limit and (segments := inherited_segments(conn, session_id)):
+        hidden = {row.ref_seq for row in rows if row.kind == KIND_TOMBSTONE}
+        older = _shared_tail(conn, segments, limit - len(newest), hidden, keys)
+        return decode_payloads(older + newest)
+    return decode_payloads(newest)
+
+
+def _shared_tail(
+    conn: Connection,
+    segments: Sequence[tuple[str, int, int]],
+    limit: int,
+    hidden: set[int],
+    keys: SessionKeys,
+) -> list[Any]:
+    """The newest `limit` visible payloads of the ranges a branch shares, oldest first,
+    read backwards in growing windows (`hidden`: seqs the branch's own pops hide)."""
+    picked: list[Any] = []
+    for owner, first, last in reversed(segments):
+        plain = keys.opener(conn, owner)
+        window, upper = max(limit, 16), last
+        while upper >= first and len(picked) < limit:
+            params = {"sid": owner, "first": first, "last": upper, "window": window}
+            rows = conn.execute(_RANGE_DESC, params).all()
+            for row in rows:
+                if row.kind == KIND_TOMBSTONE:
+                    hidden.add(row.ref_seq)
+                elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
+                    picked.append(plain(row.seq, row.payload, row.payload_sealed))
+                    if len(picked) == limit:
+                        break
+            if len(rows) < window:
+                break
+            upper, window = rows[-1].seq - 1, window * 2
+    return picked[::-1]
 
 
 def _read_rows(

@@ -271,14 +271,19 @@ def _write_end(conn: Connection, session_id: str, seq: int, last: int) -> int:
     return last if following is None else int(following) - 1
 
 
-def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: int) -> int:
+def resolve_point(
+    conn: Connection, session_id: str, point: HistoryPoint, last: int, *, exact_turn: bool = False
+) -> int:
     """The seq of the last row written at `point` (0: nothing yet); HistoryPointError when
     the session's history has no such point. A branch's history before its own first row
-    is its parent's, up to the fork."""
+    is its parent's, up to the fork. A turn point is the start of the write holding the
+    turn's user message (what a load saw then), or with `exact_turn` the row just before
+    the message itself (where a fork or rewind may start, even inside a write)."""
     line = lineage(conn, session_id)
     if line.parent is not None and _before_own_rows(conn, session_id, point, line):
         parent_last = lineage(conn, line.parent).last_seq
-        return min(resolve_point(conn, line.parent, point, parent_last), line.fork_seq)
+        found = resolve_point(conn, line.parent, point, parent_last, exact_turn=exact_turn)
+        return min(found, line.fork_seq)
     if point.kind == "seq":
         seq = int(point.value)  # type: ignore[arg-type]
         if seq > last:
@@ -299,11 +304,14 @@ def resolve_point(conn: Connection, session_id: str, point: HistoryPoint, last: 
         inherited = user_messages(conn, line.parent, line.fork_seq)
         if turn <= inherited:
             parent_last = lineage(conn, line.parent).last_seq
-            return min(resolve_point(conn, line.parent, point, parent_last), line.fork_seq)
+            found = resolve_point(conn, line.parent, point, parent_last, exact_turn=exact_turn)
+            return min(found, line.fork_seq)
         turn -= inherited
     user_seq = _scalar(conn, _NTH_USER_MESSAGE, sid=session_id, offset=turn - 1)
     if user_seq is None:
         raise HistoryPointError(session_id, point, f"it has fewer than {turn} user messages")
+    if exact_turn:
+        return int(user_seq) - 1
     batch_start = _scalar(conn, _BATCH_START, sid=session_id, seq=user_seq)
     return int(batch_start if batch_start is not None else user_seq) - 1
 
@@ -467,7 +475,7 @@ def tx_rewind(conn: Connection, session_id: str, point: HistoryPoint, keys: Sess
     session: AnyRow | None = lock_session(conn, session_id)
     if session is None:
         raise HistoryPointError(session_id, point, "no such session")
-    upto = resolve_point(conn, session_id, point, int(session.last_seq))
+    upto = resolve_point(conn, session_id, point, int(session.last_seq), exact_turn=True)
     restored = visible_rows(rows_upto(conn, session_id, upto, keys))
     seq = int(session.last_seq) + 1
     rows = [marker_row(session_id, seq, KIND_CLEAR, upto)]

@@ -4,6 +4,7 @@ session, on both backends, without ever changing its parent."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -68,6 +69,25 @@ async def test_a_branch_starts_as_its_parent_stood_and_then_goes_its_own_way(
         assert report.ok, report.problems
 
 
+async def test_a_tail_of_a_branch_reads_back_through_every_shared_range(
+    store: SessionStore,
+) -> None:
+    await _conversation(store, "p", 30)  # 60 items
+    await store.pop("p")  # a pop inside the shared range
+    await store.fork("p", "b", at=50)
+    await store.append("b", [user("b1"), assistant("b2")])
+    await store.fork("b", "c")
+    await store.pop("c")
+    await store.pop("c")
+    await store.pop("c")  # the third pop hides a row shared from p
+    await store.append("c", [user("c1")])
+    for session_id in ("b", "c"):
+        full = await store.load_context(session_id)
+        for limit in (1, 2, 3, 5, 17, len(full) - 1, len(full), len(full) + 5):
+            got = await store.load_context(session_id, limit=limit)
+            assert got == full[-limit:], (session_id, limit)
+
+
 @pytest.mark.parametrize("turns", [5, 300])
 async def test_a_fork_writes_one_row_whatever_the_history_length(
     store: SessionStore, turns: int
@@ -108,6 +128,40 @@ async def test_a_branch_compacts_rewinds_and_clears_like_any_session(store: Sess
     for session_id in ("p", "b", "b2"):
         await assert_session_invariants(store, session_id)
         assert (await store.verify_history(session_id)).ok
+
+
+async def test_a_branch_with_no_rows_of_its_own_compacts_to_a_smaller_context(
+    store: SessionStore,
+) -> None:
+    manager = small_window_manager(store)
+    await _conversation(store, "p", 12)
+    await store.fork("p", "b")
+    outcome = await manager.compact("b", trigger="manual")
+    assert outcome.compacted
+    context = await store.load_context("b")
+    assert len(context) < 24 and context[0]["content"].startswith("<COMPACT-SUMMARY v1>")
+    history = await store.history("b")
+    assert (history[0].seq, history[0].kind) == (25, "clear")  # the marker that ends sharing
+    assert (await store.verify_history("b")).ok
+    await assert_session_invariants(store, "b")
+    assert len(await store.load_context("p")) == 24
+    assert await store.load_context("b", as_of=25) == context  # the marker is part of the write
+
+
+async def test_fork_and_rewind_start_just_before_a_turn_even_inside_a_write(
+    store: SessionStore,
+) -> None:
+    turns = [user("q1"), assistant("a1"), user("q2"), assistant("a2"), user("q3")]
+    await store.append("p", turns)  # one write, as an import stores a session
+    assert (await store.fork("p", "b", at=HistoryPoint.before_turn(3))).fork_seq == 4
+    assert await store.load_context("b") == turns[:4]
+    assert await store.context_tokens("b") == sum(map(store.estimator.count_item, turns[:4]))
+    await store.rewind("b", HistoryPoint.before_turn(2))
+    assert await store.load_context("b") == turns[:2]
+    # A read as of a turn still shows what a load returned: the write is whole or absent.
+    assert await store.load_context("p", as_of=HistoryPoint.before_turn(3)) == []
+    await assert_session_invariants(store, "b")
+    assert (await store.verify_history("b")).ok
 
 
 async def test_forking_before_a_compaction_reconstructs_the_context_then(
@@ -188,6 +242,23 @@ async def test_bad_forks_say_what_was_wrong(store: SessionStore) -> None:
     with pytest.raises(TypeError, match="session_id must be a str, got int"):
         await store.fork("p", 7)  # type: ignore[arg-type]
     assert await store.session_info("b") is None
+
+
+async def test_racing_forks_into_one_id_make_one_branch(store: SessionStore) -> None:
+    await _conversation(store, "p", 2)
+    await _conversation(store, "q", 2)
+
+    async def fork(parent: str) -> str:
+        try:
+            await store.fork(parent, "same")
+        except BranchError:
+            return "refused"
+        return parent
+
+    outcomes = await asyncio.gather(*(fork(parent) for parent in ("p", "q") * 4))
+    assert sorted(outcomes).count("refused") == 7
+    [winner] = [outcome for outcome in outcomes if outcome != "refused"]
+    assert await store.load_context("same") == await store.load_context(winner)
 
 
 async def test_a_parent_with_live_branches_is_kept(store: SessionStore) -> None:

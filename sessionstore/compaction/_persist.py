@@ -26,6 +26,7 @@ from .._payload_sealing import SessionKeys
 from .._rows import StoredRow, visible_rows
 from .._schema import (
     KIND_CARRY,
+    KIND_CLEAR,
     KIND_SUMMARY,
     KIND_TOMBSTONE,
     archive_members,
@@ -35,7 +36,14 @@ from .._schema import (
     sessions,
 )
 from .._schema import messages as messages_table
-from .._session_sql import AnyRow, carried_copy, lock_session, rows_after, write_rows
+from .._session_sql import (
+    AnyRow,
+    carried_copy,
+    lock_session,
+    marker_row,
+    rows_after,
+    write_rows,
+)
 from ._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
@@ -104,9 +112,13 @@ def tx_commit_compaction(
         return None
     late = visible_rows(late_rows)
     version = int(session.compaction_count) + 1
-    start = int(session.last_seq) + 1
-
+    first = int(session.last_seq) + 1
     rows: list[dict[str, Any]] = []
+    if first == int(session.context_start_seq) and session.fork_seq is not None:
+        # A branch still sharing its parent's rows with none of its own: a clear marker first,
+        # so its context start (after the marker) cannot read as "still sharing".
+        rows.append(marker_row(write.session_id, first, KIND_CLEAR, None))
+    start = first + len(rows)  # where the new context starts
     summary_seq: int | None = None
 
     def add(row: StoredRow, kind: str, item: dict[str, Any] | None = None) -> None:
@@ -115,7 +127,7 @@ def tx_commit_compaction(
             carried_copy(
                 row,
                 session_id=write.session_id,
-                seq=start + len(rows),
+                seq=first + len(rows),
                 kind=kind,
                 item=item,
                 tokens=tokens,
@@ -125,10 +137,10 @@ def tx_commit_compaction(
     for row in write.pinned:
         add(row, KIND_CARRY)
     if write.summary_text is not None:
-        summary_seq = start + len(rows)
+        summary_seq = first + len(rows)
         rows.append(_summary_row(write, summary_seq, version, count_item))
     elif write.prior_summary is not None:  # prune-only keeps the state it had
-        summary_seq = start + len(rows)
+        summary_seq = first + len(rows)
         add(write.prior_summary, KIND_SUMMARY)
     for row, replacement in write.kept:
         add(row, KIND_CARRY, replacement)
@@ -146,7 +158,7 @@ def tx_commit_compaction(
             context_start_seq=start,
             summary_seq=summary_seq,
             tokens_after=tokens_after,
-            summary_tokens=rows[summary_seq - start]["tokens"] if summary_seq else None,
+            summary_tokens=rows[summary_seq - first]["tokens"] if summary_seq else None,
             **write.record,
         )
         .returning(compactions.c.id)
@@ -174,7 +186,9 @@ def tx_commit_compaction(
     if members:
         conn.execute(archive_members.insert(), members)
     chained: dict[str, Any] = {}
+    columns = set().union(*rows) if rows else set()  # a marker lacks the item columns
     for new_row in rows:
+        new_row.update({name: None for name in columns - set(new_row)})
         new_row["compaction_id"] = compaction_id
     if rows:
         chained = write_rows(conn, keys, dict(session._mapping), rows)
@@ -183,10 +197,10 @@ def tx_commit_compaction(
         sessions.update()
         .where(sessions.c.session_id == write.session_id)
         .values(
-            last_seq=start + len(rows) - 1,
+            last_seq=first + len(rows) - 1,
             context_start_seq=start,
             context_tokens=tokens_after,
-            context_items=len(rows),
+            context_items=len(rows) - (start - first),
             compaction_count=version,
             updated_at=sa.func.current_timestamp(),
             **chained,
@@ -202,7 +216,7 @@ def tx_commit_compaction(
         context_start_seq=start,
         summary_seq=summary_seq,
         tokens_after=tokens_after,
-        items_after=len(rows),
+        items_after=len(rows) - (start - first),
         carried_late=len(late),
         events=linked,
     )

@@ -105,9 +105,18 @@ async def _event_names(store: SessionStore, session_id: str) -> dict[int | None,
         return names
 
 
-def _start_before(history: Sequence[StoredRow], start: int, previous: int) -> int:
-    """Where the context that a compaction starting at `start` replaced began."""
-    clears = [row.seq for row in history if row.kind == KIND_CLEAR and previous <= row.seq < start]
+def _start_before(
+    history: Sequence[StoredRow], start: int, previous: int, compaction_id: int
+) -> int:
+    """Where the context that a compaction starting at `start` replaced began (a clear the
+    compaction wrote itself, as a branch's first one does, starts nothing)."""
+    clears = [
+        row.seq
+        for row in history
+        if row.kind == KIND_CLEAR
+        and previous <= row.seq < start
+        and row.compaction_id != compaction_id
+    ]
     return clears[-1] + 1 if clears else previous
 
 
@@ -166,7 +175,9 @@ async def assert_compactions_lossless(
     for compaction in rows:
         archive = by_compaction.get(compaction.id)
         assert archive is not None, f"compaction v{compaction.version} has no archive"
-        replaced_from = _start_before(history, compaction.context_start_seq, previous)
+        replaced_from = _start_before(
+            history, compaction.context_start_seq, previous, compaction.id
+        )
         shared = list(inherited) if replaced_from == first else []
         _assert_compaction_lossless(
             [*shared, *history],
