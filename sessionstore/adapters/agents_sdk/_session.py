@@ -67,6 +67,11 @@ class SQLSession:
         owns_store: bool = False,
     ) -> None:
         check_session_id(session_id)
+        if BRANCH_SEPARATOR in session_id:
+            raise ValueError(
+                f"session ids containing {BRANCH_SEPARATOR!r} name branches: open "
+                "SQLSession(the session's id) and call switch_to_branch(name)"
+            )
         if isinstance(store, str | PathLike) or (store is None and engine is not None):
             store = _own_store(store, engine, create_tables, manager)
             owns_store = True
@@ -134,13 +139,21 @@ class SQLSession:
         return cls(session_id, store, session_settings=session_settings, owns_store=True)
 
     async def get_items(
-        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+        self,
+        limit: int | None = None,
+        branch_id: str | None = None,
+        *,
+        wrapper: RunContextWrapper[Any] | None = None,
     ) -> list[TResponseInputItem]:
-        """The active context; `limit` (or session_settings.limit) keeps the newest N.
+        """The active context; `limit` (or session_settings.limit) keeps the newest N;
+        `branch_id` reads another branch (AdvancedSQLiteSession's argument).
 
         Every method takes the SDK's `wrapper` (the run context), so the Runner hands it
         over; `add_items` reads the run's per-call usage from it."""
         effective = resolve_session_limit(limit, self.session_settings)
+        if branch_id is not None and branch_id != self.branch_id:
+            other = branch_session_id(self.session_id, _branch_name(branch_id))
+            return await self.store.load_context(other, effective)  # type: ignore[return-value]
         items = await self.store.load_context(self.active_session_id, effective)
         track_load(self.active_session_id, id(self.store), len(items))
         return items  # type: ignore[return-value]
@@ -252,23 +265,20 @@ class SQLSession:
         """Branch the current branch just before user turn `turn_number` and switch to it
         (AdvancedSQLiteSession's call). Nothing is copied: the branch shares the rows before
         the turn (`SessionStore.fork`). Returns the branch id."""
-        if branch_name is not None and (
-            not isinstance(branch_name, str) or not branch_name.strip()
-        ):
-            raise ValueError("Branch name cannot be empty")
         if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
             raise ValueError(f"turn_number must be a user turn (1 or more), got {turn_number!r}")
-        name = branch_name or f"branch_from_turn_{turn_number}_{secrets.token_hex(4)}"
-        if name == MAIN_BRANCH:
-            raise ValueError(f"Branch '{MAIN_BRANCH}' already exists")
+        generated = f"branch_from_turn_{turn_number}_{secrets.token_hex(4)}"
+        name = _branch_name(generated if branch_name is None else branch_name)
+        if name in {branch["branch_id"] for branch in await self.list_branches()}:
+            raise ValueError(f"Branch ID '{name}' has already been used")
         turns = await self.store.user_turns(self.active_session_id)
         if not any(turn.turn == turn_number for turn in turns):
             raise ValueError(f"Turn {turn_number} does not exist or is not a user message")
+        store_id = branch_session_id(self.session_id, name)
         await self.store.fork(
-            self.active_session_id,
-            branch_session_id(self.session_id, name),
-            at=HistoryPoint.before_turn(turn_number),
+            self.active_session_id, store_id, at=HistoryPoint.before_turn(turn_number)
         )
+        await self.store.merge_session_metadata(store_id, {"branched_from": self.branch_id})
         self.branch_id = name
         return name
 
@@ -300,6 +310,10 @@ class SQLSession:
             info = await self.store.session_info(store_id)
             if info is None and name != MAIN_BRANCH:
                 continue
+            if parent is not None:  # the branch it was made from, as the SDK would say
+                parent = (await self.store.session_metadata(store_id) or {}).get(
+                    "branched_from", parent
+                )
             turns = await self.store.user_turns(store_id) if info is not None else []
             found.append(
                 {
@@ -392,7 +406,16 @@ class SQLSession:
 
 
 MAIN_BRANCH: Final = "main"
-BRANCH_SEPARATOR: Final = "@"
+BRANCH_SEPARATOR: Final = "#branch:"  # "user-42#branch:retry": reserved in SQLSession ids
+
+
+def _branch_name(name: object) -> str:
+    """A branch name as the SDK accepts it; "#" is refused so store ids never collide."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("Branch name cannot be empty")
+    if "#" in name:
+        raise ValueError(f"Branch name {name!r} cannot contain '#'")
+    return name
 
 
 def branch_session_id(session_id: str, branch_id: str) -> str:

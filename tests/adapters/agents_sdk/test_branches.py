@@ -21,7 +21,7 @@ async def test_branching_matches_advanced_sqlite_session(db_url: str, tmp_path: 
         assert await theirs.create_branch_from_turn(2, "retry") == "retry"
         assert await ours.create_branch_from_turn(2, "retry") == "retry"
         assert await scalar(store, "SELECT count(*) FROM messages") == stored  # nothing copied
-        assert ours.branch_id == "retry" and ours.active_session_id == "t@retry"
+        assert ours.branch_id == "retry" and ours.active_session_id == "t#branch:retry"
         assert await ours.get_items() == await theirs.get_items()
         await converse(theirs, ["tell me about Rome instead"])
         await converse(ours, ["tell me about Rome instead"])
@@ -39,6 +39,7 @@ async def test_branching_matches_advanced_sqlite_session(db_url: str, tmp_path: 
             len(await SQLSession("t", store).get_items()),
             len(await ours.get_items()),
         ]
+        assert await ours.get_items(branch_id="main") == await theirs.get_items(branch_id="main")
         await ours.switch_to_branch("main")
         await theirs.switch_to_branch("main")
         assert await ours.get_items() == await theirs.get_items()
@@ -67,8 +68,17 @@ async def test_branch_errors_name_the_problem(sqlite_url: str) -> None:
             await ours.delete_branch("main")
         named = await ours.create_branch_from_turn(2)
         assert named.startswith("branch_from_turn_2_")
-        with pytest.raises(BranchError, match="already exists"):
+        with pytest.raises(ValueError, match=f"Branch ID '{named}' has already been used"):
             await ours.create_branch_from_turn(1, named)
+        with pytest.raises(ValueError, match="cannot contain '#'"):
+            await ours.create_branch_from_turn(1, "a#b")
+        with pytest.raises(ValueError, match="name branches: open SQLSession"):
+            SQLSession(f"t#branch:{named}", store)
+        # A branch made from a branch at a point the latter shares is still reported as
+        # made from it (the store forks it from the session that holds those rows).
+        nested = await ours.create_branch_from_turn(1, "nested")
+        parents = {b["branch_id"]: b["parent"] for b in await ours.list_branches()}
+        assert parents[nested] == named
         await ours.switch_to_branch("main")
         with pytest.raises(BranchError, match="live branch"):
             await store.delete_session("t")
