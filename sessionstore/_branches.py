@@ -99,6 +99,15 @@ def _taken(parent_id: str, branch_id: str) -> BranchError:
     )
 
 
+def has_branches_error(session_id: str, branch_ids: list[str]) -> BranchError:
+    """Why a session whose rows live branches share cannot be deleted."""
+    names = ", ".join(repr(branch) for branch in branch_ids[:3])
+    return BranchError(
+        f"session {session_id!r} has {len(branch_ids)} live branch(es) sharing its rows "
+        f"({names}); delete them first"
+    )
+
+
 def tx_branches(conn: Connection, session_id: str) -> list[Any]:
     """The session rows of the branches forked from `session_id`, oldest first."""
     return list(conn.execute(_CHILDREN, {"sid": session_id}).all())

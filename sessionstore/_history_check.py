@@ -174,14 +174,20 @@ def _check_counters(
         )
 
 
-def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainReport:
-    """Walk a session's whole history and report what does not hold."""
+def tx_verify(
+    conn: Connection, session_id: str, keys: SessionKeys, upto: int | None = None
+) -> ChainReport:
+    """Walk a session's whole history (or its rows up to `upto`: the part a branch shares,
+    whose links are checked but which has no head to end at) and report what does not hold."""
     session = _session(conn, session_id)
     line = lineage(conn, session_id)
+    if upto is not None:
+        session = {**session, "last_seq": min(upto, int(session["last_seq"]))}
     rows = _rows(conn, session, 1)
     findings = _Findings()
     if line.parent is not None:  # the rows a branch shares are proven by its parent's chain
-        for problem in tx_verify(conn, line.parent, keys).problems:
+        shared = line.fork_seq if upto is None else min(upto, line.fork_seq)
+        for problem in tx_verify(conn, line.parent, keys, upto=shared).problems:
             findings.add(f"parent {line.parent!r}: {problem}")
     last = int(session["last_seq"])
     seqs = [row["seq"] for row in rows]
@@ -205,7 +211,7 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
         )
         head = computed if chained else None  # a migrated session before its first new row
         stored_head = _bytes(session["chain_head"])
-        if head != stored_head:
+        if upto is None and head != stored_head:
             findings.add(
                 "the session's chain head does not match its newest row (rows were removed "
                 "from the end, or the session row was edited)"
@@ -218,8 +224,9 @@ def tx_verify(conn: Connection, session_id: str, keys: SessionKeys) -> ChainRepo
             "has one since migration 0009), or its rows were written around the store"
         )
     _check_downgrade(session, rows, findings)
-    _check_start(conn, session, rows, line, findings)
-    _check_counters(session, rows, inherited_rows(conn, session_id, keys), findings)
+    if upto is None:  # the session row describes its newest state, not a prefix
+        _check_start(conn, session, rows, line, findings)
+        _check_counters(session, rows, inherited_rows(conn, session_id, keys), findings)
     warnings = []
     if unchained:
         warnings.append(
@@ -278,9 +285,9 @@ def tx_checked_active(conn: Connection, session_id: str, keys: SessionKeys) -> l
     start = int(session["context_start_seq"])
     rows = _rows(conn, session, max(start - 1, 1))
     findings = _Findings()
-    if line.inherits:  # the context begins with the parent's rows: prove the parent's chain
+    if line.inherits:  # the context begins with the parent's rows: prove what it shares
         assert line.parent is not None
-        for problem in tx_verify(conn, line.parent, keys).problems:
+        for problem in tx_verify(conn, line.parent, keys, upto=line.fork_seq).problems:
             findings.add(f"parent {line.parent!r}: {problem}")
     if session["chain_start_seq"] is not None:
         _check_chain_tail(session, rows, keys, findings)

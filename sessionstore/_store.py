@@ -35,10 +35,10 @@ from ._arguments import (
     check_session_id,
     item_list,
 )
-from ._branches import Fork, fork_event, tx_branches, tx_fork
+from ._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
 from ._crypto import Keyring
 from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
-from ._errors import BranchError, DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
+from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
 from ._events import Event
 from ._history_check import ChainReport, tx_checked_active, tx_verify
 from ._hot_path import APPEND_UPSERT
@@ -322,10 +322,7 @@ def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]
 def _tx_delete(conn: Connection, session_id: str) -> bool:
     children = tx_branches(conn, session_id)
     if children:
-        raise BranchError(
-            f"session {session_id!r} has {len(children)} live branch(es) sharing its rows "
-            f"({', '.join(repr(child.session_id) for child in children[:3])}); delete them first"
-        )
+        raise has_branches_error(session_id, [child.session_id for child in children])
     conn.execute(events.delete().where(events.c.session_id == session_id))
     with maintenance(conn):  # the session's messages go with it
         result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))

@@ -201,6 +201,9 @@ async def test_a_branch_of_an_encrypted_parent_opens_both_keys(db_url: str) -> N
         )
         with pytest.raises(Exception, match="parent 'p': row 1"):
             await checked.load_context("b")
+        assert not (await checked.verify_history("b")).ok
+        await checked.fork("p", "nothing-shared", at=0)  # shares no row, so the edit is not its
+        assert (await checked.verify_history("nothing-shared")).ok
 
 
 async def test_time_travel_and_turns_follow_the_lineage(store: SessionStore) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
-from .._branches import Fork
+from .._branches import Fork, has_branches_error
 from .._items import text_of
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
@@ -154,9 +154,9 @@ def _rows(
         )
     point = None if as_of is None else parse_point(as_of, "--as-of")
 
-    async def go() -> tuple[list[StoredRow], Redactor]:
+    async def go() -> tuple[list[StoredRow], Redactor, SessionInfo]:
         async with open_store(url, config, read_only=True) as store:
-            await require_session(store, session_id)
+            info = await require_session(store, session_id)
             if call is not None:
                 found = await _call_input(store, session_id, call)
             elif point is not None:
@@ -168,19 +168,25 @@ def _rows(
             redactor = store.redactor if redact else Redactor(enabled=False)
         if not redact:
             await record_audit(url, config, [redaction_disabled_event(session_id)])
-        return found, redactor
+        return found, redactor, info
 
-    rows, redactor = asyncio.run(go())
+    rows, redactor, info = asyncio.run(go())
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if not rows:
-        when = "then" if as_of is not None else "(it was cleared)"
-        err_console.print(
-            shown(
+        if history:  # only a branch that wrote nothing yet has no rows of its own
+            why = (
+                f"session {session_id!r} has no rows of its own yet: it shares "
+                f"{info.parent_session_id!r}'s up to seq {info.fork_seq} (show that session "
+                f"with --seq ..{info.fork_seq})"
+            )
+        else:
+            when = "then" if as_of is not None else "(it was cleared)"
+            why = (
                 f"session {session_id!r} had no rows in its active context {when}; "
                 "--history shows every row"
             )
-        )
+        err_console.print(shown(why))
         raise typer.Exit(EXIT_FAILED)
     return rows, redactor
 
@@ -377,12 +383,18 @@ def fork(
     """Start a new session as a branch of another at a point of its history. Nothing is
     copied: the branch shares its parent's rows up to that point."""
     point = None if at is None else parse_point(at, "--at")
+    if not to.strip():
+        raise typer.BadParameter("the new branch needs a session id", param_hint="--to")
+
+    async def exists() -> None:  # read-only first: a mistyped --url creates no file
+        async with open_store(url, config, read_only=True) as store:
+            await require_session(store, session_id)
 
     async def go() -> Fork:
         async with open_store(url, config, create_tables=False) as store:
-            await require_session(store, session_id)
             return await store.fork(session_id, to, at=point)
 
+    asyncio.run(exists())
     done = asyncio.run(go())
     err_console.print(
         shown(
@@ -402,11 +414,13 @@ def delete(
     """Delete a session: its rows and events (its archives stay until retention removes
     them, and `archive show` still opens them)."""
 
-    async def exists() -> SessionInfo:
+    async def exists() -> tuple[SessionInfo, list[SessionInfo]]:
         async with open_store(url, config, read_only=True) as store:
-            return await require_session(store, session_id)
+            return await require_session(store, session_id), await store.branches(session_id)
 
-    info = asyncio.run(exists())
+    info, branches = asyncio.run(exists())
+    if branches:  # refused before asking: the rows are shared
+        raise has_branches_error(session_id, [branch.session_id for branch in branches])
     if not yes and not typer.confirm(
         f"delete session {session_id!r} ({info.context_items} items in context, "
         f"last seq {info.last_seq})?"

@@ -232,5 +232,17 @@ def test_fork_starts_a_branch_that_shares_the_rows(seeded: str) -> None:
     }
     assert listed["retry"]["branch_of"].startswith("work @ seq ")
     assert listed["work"]["branch_of"] is None
-    refused = run("sessions", "delete", "work", "--yes", "--url", seeded)
+    refused = run("sessions", "delete", "work", "--url", seeded)  # refused before any prompt
     assert_refused(refused, 2, "live branch")
+    unwritten = run("sessions", "show", "retry", "--history", "--url", seeded)
+    assert unwritten.exit_code == 1
+    assert "no rows of its own yet: it shares 'work'" in unwritten.output
+
+
+def test_fork_refuses_an_empty_id_and_creates_no_file_at_a_mistyped_url(
+    seeded: str, tmp_path: Path
+) -> None:
+    assert_refused(run("sessions", "fork", "work", "--to", " ", "--url", seeded), 2, "--to")
+    typo = tmp_path / "sesions.db"
+    missing = run("sessions", "fork", "work", "--to", "b", "--url", f"sqlite:///{typo}")
+    assert missing.exit_code == 2 and not typo.exists()
