@@ -358,6 +358,14 @@ def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
 
 
+def _tx_record_call_and_events(
+    conn: Connection, session_id: str, event_rows: list[dict[str, Any]], **call: Any
+) -> int:
+    if event_rows:
+        _tx_events(conn, event_rows)
+    return tx_record_call(conn, session_id, **call)
+
+
 def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
     segments = inherited_segments(conn, session_id)
     rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
@@ -894,9 +902,11 @@ class SessionStore:
         model: str | None = None,
         unsaved_items: int = 0,
         unsaved_tokens: int = 0,
+        events: Sequence[Event] = (),
     ) -> int:
         """Record a model call about to be sent `items` (the last `unsaved_items` of them not
-        stored yet); returns the id to attach its usage to (`record_usage`)."""
+        stored yet); returns the id to attach its usage to (`record_usage`). `events` (the
+        pre-flight's decision) are stored, redacted, in the same transaction."""
         check_session_id(session_id)
         items = item_list(items)
         if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
@@ -904,15 +914,19 @@ class SessionStore:
         else:
             digest = input_sha256(items)
         await self.ensure_ready()
-        return await self.database.write(
-            tx_record_call,
+        redacted = self.redacted(events)
+        row_id = await self.database.write(
+            _tx_record_call_and_events,
             session_id,
+            [event.row() for event in redacted],
             model=model,
             input_items=len(items),
             unsaved_items=check_non_negative("unsaved_items", unsaved_items, allow_none=False),
             unsaved_tokens=check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False),
             digest=digest,
         )
+        self.publish(redacted)
+        return int(row_id)
 
     async def record_usage(
         self,

@@ -3,12 +3,15 @@ the longest matching model name, summed per session, model and day, on both back
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlalchemy as sa
 
-from sessionstore import CallUsage, Price, SessionStore, SessionStoreConfig, build_store
+from sessionstore import CallUsage, Event, Price, SessionStore, SessionStoreConfig, build_store
 from sessionstore._prices import DEFAULT_PRICES, cost_usd, price_of
+from tests.support.cli import SECRET
 from tests.support.histories import assistant, user
 
 
@@ -84,3 +87,21 @@ def test_the_config_files_prices_reach_the_store() -> None:
         SessionStoreConfig.model_validate(
             {"store": {"prices": {"x": {"input": -1, "cached_input": 0, "output": 0}}}}
         )
+
+
+async def test_the_preflight_decision_is_stored_with_the_call_redacted(store: SessionStore) -> None:
+    await store.append("s", [user("hi")])
+    decision = Event("compact.trigger_decision", "s", fields={"note": f"key {SECRET}"})
+    await store.record_model_call("s", [user("hi")], model="gpt-4o", events=[decision])
+    [stored] = [row for row in await _events(store) if row["event"] == decision.event]
+    assert SECRET not in json.dumps(stored, default=str)
+    assert [call.model for call in await store.model_calls("s")] == ["gpt-4o"]
+    with pytest.raises(ValueError, match="unsaved_items"):
+        await store.record_model_call("s", [user("hi")], unsaved_items=-1, events=[decision])
+    assert len([row for row in await _events(store) if row["event"] == decision.event]) == 1
+
+
+async def _events(store: SessionStore) -> list[dict[str, object]]:
+    async with store.engine.connect() as conn:
+        rows = await conn.execute(sa.text("SELECT event, payload FROM events ORDER BY id"))
+        return [dict(row._mapping) for row in rows]

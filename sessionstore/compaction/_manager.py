@@ -254,13 +254,16 @@ class CompactionManager:
         unsaved_tokens: int = 0,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
+        deferred: list[Event] | None = None,
     ) -> bool:
         """The pre-flight every adapter runs before a model call; True if it compacted.
 
         The estimate is the stored context's running total (O(1)) plus what the caller
         holds unsaved, the instructions and the tool schemas; the decision is recorded
         (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
-        with room for what the call adds. After True, reload the stored context.
+        with room for what the call adds. After True, reload the stored context. With
+        `deferred`, an idle decision's events are added to it instead of written, for the
+        caller to store with its own next write (one transaction per model call).
         """
         system, schema = self.fixed_costs.cost(self.estimator, instructions, list(tools))
         stored_tokens = await self.store.context_tokens(session_id)
@@ -274,7 +277,10 @@ class CompactionManager:
             }
             estimate = self.estimate_event(session_id, t_est, breakdown)
             idle = [] if decision.triggered else [self.decision_event(session_id, decision)]
-            await self.store.record_events([estimate, *idle])
+            if deferred is not None and not decision.triggered:
+                deferred += [estimate, *idle]
+            else:
+                await self.store.record_events([estimate, *idle])
         if not decision.triggered:
             return False
         outcome = await self.compact(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
+from ... import Event
 from ...compaction import normalize
 from ._observer import watch_runs
 from ._tracking import current_run
@@ -65,11 +66,13 @@ async def filter_model_input(
         return _model_input(items, instructions)
     unsaved = items[min(run.stored_prefix, len(items)) :]
     unsaved_tokens = sum(manager.estimator.count_item(item) for item in unsaved)
+    decided: list[Event] = []  # stored with the call's record: one write per model call
     await manager.before_model_call(
         run.session_id,
         unsaved_tokens=unsaved_tokens,
         instructions=instructions,
         tools=tool_schemas(data.agent),
+        deferred=decided,
     )
     if run.compacted:  # marked by the run observer when the stored context was rewritten
         items = [*await manager.store.load_context(run.session_id), *unsaved]
@@ -81,6 +84,7 @@ async def filter_model_input(
         model=model,
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
+        events=decided,
     )
     run.pending_calls.append((row_id, model))
     return sent
