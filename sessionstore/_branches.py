@@ -22,7 +22,7 @@ from ._errors import BranchError
 from ._events import Event, session_event
 from ._payload_sealing import SessionKeys
 from ._schema import sessions
-from ._session_sql import SESSION_ROW, lock_session
+from ._session_sql import lock_session
 from ._time_travel import (
     HistoryPoint,
     context_counts,
@@ -54,18 +54,18 @@ class Fork:
 def tx_fork(
     conn: Connection,
     parent_id: str,
-    point: HistoryPoint,
+    point: HistoryPoint | None,
     branch_id: str,
     keys: SessionKeys,
 ) -> Fork:
-    """Create `branch_id` as a branch of `parent_id` at `point`: one session row."""
+    """Create `branch_id` as a branch of `parent_id` at `point` (None: its newest row): one
+    session row."""
     asked = parent_id
     parent: Any = lock_session(conn, parent_id)
     if parent is None:
         raise BranchError(f"cannot fork {parent_id!r}: no such session in this store")
-    if conn.execute(SESSION_ROW, {"sid": branch_id}).first() is not None:
-        raise _taken(parent_id, branch_id)
-    upto = resolve_point(conn, parent_id, point, int(parent.last_seq), exact_turn=True)
+    last = int(parent.last_seq)
+    upto = last if point is None else resolve_point(conn, parent_id, point, last, exact_turn=True)
     items, tokens = context_counts(conn, parent_id, upto, keys)
     owner = lineage(conn, parent_id)
     while owner.parent is not None and upto <= owner.fork_seq:  # rows the parent shares:
@@ -87,16 +87,12 @@ def tx_fork(
             else context_start_at(conn, parent_id, upto, owner.fork_seq + 1),
         ).on_conflict_do_nothing(index_elements=[sessions.c.session_id])
     )
-    if created.rowcount == 0:  # another writer created it since the check above
-        raise _taken(asked, branch_id)
+    if created.rowcount == 0:  # the id is taken (by a session, or a racing fork or append)
+        raise BranchError(
+            f"cannot fork {asked!r} into {branch_id!r}: that session already exists "
+            "(pick a new id for the branch)"
+        )
     return Fork(branch_id, parent_id, upto, items, tokens)
-
-
-def _taken(parent_id: str, branch_id: str) -> BranchError:
-    return BranchError(
-        f"cannot fork {parent_id!r} into {branch_id!r}: that session already exists "
-        "(pick a new id for the branch)"
-    )
 
 
 def has_branches_error(session_id: str, branch_ids: list[str]) -> BranchError:

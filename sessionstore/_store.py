@@ -102,6 +102,7 @@ from ._session_sql import (
 from ._time_travel import (
     HistoryPoint,
     Rewind,
+    Segment,
     inherited_rows,
     inherited_segments,
     rewind_event,
@@ -135,13 +136,13 @@ _ACTIVE_ASC: Final = (
 )
 _CONTEXT_RANGE: Final = seq_range(*_CONTEXT_COLUMNS)
 _RANGE_DESC: Final = (
-    seq_range(*_CONTEXT_COLUMNS)
+    seq_range(*_CONTEXT_COLUMNS, messages.c.tokens)
     .order_by(None)
     .order_by(messages.c.seq.desc())
     .limit(sa.bindparam("window"))
 )
 _ACTIVE_DESC: Final = (
-    sa.select(*_CONTEXT_COLUMNS, messages.c.tokens)
+    sa.select(*_CONTEXT_COLUMNS)
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
     .order_by(messages.c.seq.desc())
     .limit(sa.bindparam("window"))
@@ -176,6 +177,12 @@ _KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).w
 )
 
 
+_SHARED_CALL_NAMES: Final = seq_range(messages.c.call_id, messages.c.tool_name).where(
+    messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
+    messages.c.tool_name.is_not(None),
+)
+
+
 class Publisher(Protocol):
     """Where stored events go next (the exporters' EventBus); must not block."""
 
@@ -196,15 +203,14 @@ def _visible_payloads(
     return [plain(row.seq, row.payload, row.payload_sealed) for row in visible_in_order(rows)]
 
 
-def _read_call_names(
-    conn: Connection, session_id: str, call_ids: list[str], keys: SessionKeys
-) -> dict[str, str]:
+def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
     rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": call_ids})
     known = {call_id: name for call_id, name in rows}
-    if len(known) < len(call_ids):  # a branch's calls may lie in its parent's rows
-        for row in inherited_rows(conn, session_id, keys):
-            if row.call_id in call_ids and row.tool_name is not None:
-                known.setdefault(row.call_id, row.tool_name)
+    if len(known) < len(call_ids):  # a branch's calls may lie in the rows it shares
+        for owner, first, last in inherited_segments(conn, session_id):
+            params = {"sid": owner, "first": first, "last": last, "call_ids": call_ids}
+            for call_id, name in conn.execute(_SHARED_CALL_NAMES, params):
+                known.setdefault(call_id, name)
     return known
 
 
@@ -240,40 +246,50 @@ def _tx_append_general(
     return list(range(first, last + 1))
 
 
-def _newest_visible(
-    conn: Connection, session_id: str, keys: SessionKeys
-) -> tuple[int, int, dict[str, Any]] | None:
-    """(seq, tokens, item) of the newest visible, not-yet-popped row, scanning back in
-    growing windows; a branch's parent rows come last."""
-    window = 16
-    while True:
-        rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
-        hidden: set[int] = set()
-        for row in rows:
-            if row.kind == KIND_TOMBSTONE:
-                hidden.add(row.ref_seq)
-            elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
-                plain = keys.opener(conn, session_id)
-                item = decode_payload(plain(row.seq, row.payload, row.payload_sealed))
-                return row.seq, row.tokens, item
-        if len(rows) < window:
-            break
-        window *= 4
-    inherited = visible_rows(inherited_rows(conn, session_id, keys))
-    for kept in reversed(inherited):
-        if kept.seq not in hidden and kept.item is not None:
-            return kept.seq, kept.tokens, kept.item
-    return None
+def _newest_rows(
+    conn: Connection, segments: Sequence[Segment], limit: int, hidden: set[int]
+) -> list[tuple[str, Any]]:
+    """(owner, row) of the newest `limit` visible rows of `segments` (ranges of a context,
+    oldest first), newest first: each range read backwards in growing windows. `hidden`
+    holds the seqs newer pops hide; it grows with the tombstones met on the way."""
+    picked: list[tuple[str, Any]] = []
+    for owner, first, last in reversed(segments):
+        window, upper = max(limit, 16), last
+        while upper >= first and len(picked) < limit:
+            params = {"sid": owner, "first": first, "last": upper, "window": window}
+            rows = conn.execute(_RANGE_DESC, params).all()
+            for row in rows:
+                if row.kind == KIND_TOMBSTONE:
+                    hidden.add(row.ref_seq)
+                elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
+                    picked.append((owner, row))
+                    if len(picked) == limit:
+                        return picked
+            if len(rows) < window:
+                break
+            upper, window = rows[-1].seq - 1, window * 4
+    return picked
+
+
+def _opened(conn: Connection, keys: SessionKeys, found: Sequence[tuple[str, Any]]) -> list[Any]:
+    """The payloads of (owner, row) pairs, each opened with its owner's key (one key read
+    per owner)."""
+    openers = {owner: keys.opener(conn, owner) for owner in {owner for owner, _ in found}}
+    return [openers[owner](row.seq, row.payload, row.payload_sealed) for owner, row in found]
 
 
 def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
     session = lock_session(conn, session_id)
-    target = None if session is None else _newest_visible(conn, session_id, keys)
-    if session is None or target is None:
+    if session is None:
         return None
-    target_seq, target_tokens, item = target
+    own: Segment = (session_id, int(session.context_start_seq), int(session.last_seq))
+    segments = [*inherited_segments(conn, session_id), own]
+    newest = _newest_rows(conn, segments, 1, set())
+    if not newest:
+        return None
+    [(_, target)] = newest
     seq = session.last_seq + 1
-    row = marker_row(session_id, seq, KIND_TOMBSTONE, target_seq)
+    row = marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
     chained = keys.chains.start(dict(session._mapping), seq).after([row])
     conn.execute(_INSERT_MESSAGES, row)
     conn.execute(
@@ -283,10 +299,10 @@ def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, A
             "sid": session_id,
             "last_seq": seq,
             "context_items": max(session.context_items - 1, 0),
-            "context_tokens": max(session.context_tokens - target_tokens, 0),
+            "context_tokens": max(session.context_tokens - target.tokens, 0),
         },
     )
-    return item
+    return decode_payload(_opened(conn, keys, newest)[0])
 
 
 def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
@@ -406,38 +422,9 @@ def _read_tail(
     newest = visible[:limit][::-1]
     if len(newest) < limit and (segments := inherited_segments(conn, session_id)):
         hidden = {row.ref_seq for row in rows if row.kind == KIND_TOMBSTONE}
-        older = _shared_tail(conn, segments, limit - len(newest), hidden, keys)
-        return decode_payloads(older + newest)
+        older = _newest_rows(conn, segments, limit - len(newest), hidden)[::-1]
+        return decode_payloads(_opened(conn, keys, older) + newest)
     return decode_payloads(newest)
-
-
-def _shared_tail(
-    conn: Connection,
-    segments: Sequence[tuple[str, int, int]],
-    limit: int,
-    hidden: set[int],
-    keys: SessionKeys,
-) -> list[Any]:
-    """The newest `limit` visible payloads of the ranges a branch shares, oldest first,
-    read backwards in growing windows (`hidden`: seqs the branch's own pops hide)."""
-    picked: list[Any] = []
-    for owner, first, last in reversed(segments):
-        plain = keys.opener(conn, owner)
-        window, upper = max(limit, 16), last
-        while upper >= first and len(picked) < limit:
-            params = {"sid": owner, "first": first, "last": upper, "window": window}
-            rows = conn.execute(_RANGE_DESC, params).all()
-            for row in rows:
-                if row.kind == KIND_TOMBSTONE:
-                    hidden.add(row.ref_seq)
-                elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
-                    picked.append(plain(row.seq, row.payload, row.payload_sealed))
-                    if len(picked) == limit:
-                        break
-            if len(rows) < window:
-                break
-            upper, window = rows[-1].seq - 1, window * 2
-    return picked[::-1]
 
 
 def _read_rows(
@@ -712,7 +699,7 @@ class SessionStore:
         )
         if not missing:
             return infos
-        known = await self.database.read(_read_call_names, session_id, missing, self.session_keys)
+        known = await self.database.read(_read_call_names, session_id, missing)
         return [
             replace(info, tool_name=known[info.call_id])
             if info.tool_name is None and info.call_id in known
@@ -856,14 +843,9 @@ class SessionStore:
         point = None if at is None else HistoryPoint.of(at)
         await self.ensure_ready()
 
-        def fork_at(conn: Connection) -> Fork:
-            chosen = point
-            if chosen is None:
-                parent = conn.execute(SESSION_ROW, {"sid": session_id}).first()
-                chosen = HistoryPoint.at_seq(0 if parent is None else int(parent.last_seq))
-            return tx_fork(conn, session_id, chosen, new_session_id, self.session_keys)
-
-        done = await self.database.write(fork_at)
+        done = await self.database.write(
+            tx_fork, session_id, point, new_session_id, self.session_keys
+        )
         await self.record_events([fork_event(done)])
         return done
 

@@ -234,7 +234,13 @@ class Lineage:
     def inherits(self) -> bool:
         """True while the branch's context still begins with its parent's (no clear,
         compaction or rewind of its own yet)."""
-        return self.parent is not None and self.context_start_seq == self.fork_seq + 1
+        return self.parent is not None and shares_parent_rows(self.fork_seq, self.context_start_seq)
+
+
+def shares_parent_rows(fork_seq: int | None, context_start_seq: int) -> bool:
+    """Whether a session's context begins with rows of its parent: it is a branch (it has a
+    fork seq) and no marker of its own has moved its context start past the fork."""
+    return fork_seq is not None and context_start_seq == fork_seq + 1
 
 
 _LINEAGE: Final = sa.select(

@@ -44,6 +44,7 @@ from .._session_sql import (
     rows_after,
     write_rows,
 )
+from .._time_travel import shares_parent_rows
 from ._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
@@ -114,7 +115,9 @@ def tx_commit_compaction(
     version = int(session.compaction_count) + 1
     first = int(session.last_seq) + 1
     rows: list[dict[str, Any]] = []
-    if first == int(session.context_start_seq) and session.fork_seq is not None:
+    if int(session.last_seq) == session.fork_seq and shares_parent_rows(
+        session.fork_seq, int(session.context_start_seq)
+    ):
         # A branch still sharing its parent's rows with none of its own: a clear marker first,
         # so its context start (after the marker) cannot read as "still sharing".
         rows.append(marker_row(write.session_id, first, KIND_CLEAR, None))
