@@ -1,15 +1,29 @@
-"""Throughput at scale: ours vs the SDK's SQLiteSession and SQLAlchemySession, in one run.
+"""Scale: ours vs the SDK's SQLiteSession and SQLAlchemySession, SQLite and PostgreSQL, one run.
 
-    python bench/bench_scale.py            # SQLite and PostgreSQL
-    python bench/bench_scale.py --quick    # fewer turns
+    python bench/bench_scale.py                  # full run, 1,000,000-row tables (~10 min)
+    python bench/bench_scale.py --quick          # smoke run, 100,000-row tables (< 2 min)
+    python bench/bench_scale.py --rows 300000 --backends sqlite
 
 1. Concurrent sessions: 1, 16 and 64 agents each append turns (4 items) to their own
    session on ONE database, as fast as they can; turns per second, the median of three
    interleaved rounds (warm stores: the first open and its migration are excluded).
    Our SQLite store commits concurrent appends together (group commit, synchronous=FULL).
 2. Bulk append: batches of 100 items (an import, a restored history) into fresh sessions.
+3. Lone writer: one turn appended to one session at a time, nobody else writing (what an
+   agent does between model calls); per-call latency, medians over interleaved rounds
+   (bench_store.bench_append). Our store counts every item's tokens exactly and stores them.
+4. Table size: each contender on a fresh database, first almost empty (20 sessions of 100
+   items), then filled through its own public API with 100-item batches to --rows message
+   rows (10,000 sessions x 100 items by default; fill time printed). In both states: the
+   latency of loading a session's active context of 100 items (get_items) and of appending
+   one turn to a 100-item session, on 10 probe sessions spread over the table, each loaded
+   once untimed first (so the SDK's per-session connection is open in both states).
+   full/empty is the cost of the table's size; the target is <= 1.20x for our load.
+5. Compaction (1k and 10k items, no LLM) and the pre-flight per model call, by
+   bench_compaction.py's own functions, on our database of section 4 (the full table).
 
-Ratios are ours/theirs in throughput: > 1.00x means ours does more per second.
+Ratios: sections 1-2 are ours/theirs in throughput (> 1.00x = ours faster); sections 3-5
+are ours/theirs in milliseconds (< 1.00x = ours faster), as in bench_store.py.
 """
 
 from __future__ import annotations
@@ -20,13 +34,31 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench_store import Contender, Item, ours, sdk_sqlalchemy, sdk_sqlite, turn
+from agents import SQLiteSession
+from bench_compaction import bench_compaction, bench_preflight
+from bench_store import (
+    Contender,
+    Item,
+    _rotated,
+    _timed,
+    bench_append,
+    ours,
+    sdk_sqlalchemy,
+    sdk_sqlite,
+    turn,
+)
+from bench_store import _report as report_latency
 from scratch_pg import scratch_database
 
 CONCURRENCY = (1, 16, 64)
 ROUNDS = 3
+BATCH: list[Item] = [item for n in range(25) for item in turn(n)]  # 100 items
+PROBES = 10  # sessions timed in each state of the table-size section
+FILL_WRITERS = 4  # concurrent fillers: lets every store use what it has (group commit, a pool)
+COMPACTION_SIZES = (1_000, 10_000)
 
 
 async def _turns_per_second(contender: Contender, sessions: int, turns: int, tag: str) -> float:
@@ -40,11 +72,10 @@ async def _turns_per_second(contender: Contender, sessions: int, turns: int, tag
 
 
 async def _bulk_items_per_second(contender: Contender, batches: int, tag: str) -> float:
-    batch: list[Item] = [item for n in range(25) for item in turn(n)]  # 100 items
     started = time.perf_counter()
     for b in range(batches):
-        await contender.add_items(f"{tag}-{b}", batch)
-    return batches * len(batch) / (time.perf_counter() - started)
+        await contender.add_items(f"{tag}-{b}", BATCH)
+    return batches * len(BATCH) / (time.perf_counter() - started)
 
 
 async def _interleaved(
@@ -53,23 +84,22 @@ async def _interleaved(
     """Median over ROUNDS; every round runs every contender once, in rotating order."""
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
     for round_ in range(ROUNDS):
-        order = contenders[round_ % len(contenders) :] + contenders[: round_ % len(contenders)]
-        for contender in order:
+        for contender in _rotated(contenders, round_):
             samples[contender.name].append(await measure(contender, f"r{round_}"))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _report(title: str, unit: str, results: dict[str, float]) -> None:
     ours_value = results["sessionstore"]
-    print(f"\n{title}")
+    print(f"\n{title}", flush=True)
     print(f"  {'contender':24} {unit:>12}  ours/this")
     for name, value in results.items():
         ratio = "" if name == "sessionstore" else f"{ours_value / value:8.2f}x"
         print(f"  {name:24} {value:12,.0f}  {ratio}")
 
 
-async def run(label: str, contenders: list[Contender], turns: int, batches: int) -> None:
-    print(f"\n=== {label} ===")
+async def throughput(contenders: list[Contender], turns: int, batches: int) -> None:
+    """Sections 1 and 2."""
     for sessions in CONCURRENCY:
         per_session = max(turns // sessions, 5) if sessions > 1 else turns
 
@@ -90,18 +120,177 @@ async def run(label: str, contenders: list[Contender], turns: int, batches: int)
         "items/s",
         await _interleaved(contenders, bulk),
     )
-    for contender in contenders:
-        await contender.close()
+
+
+# --- section 4: table size -------------------------------------------------------------------
+
+Writer = Callable[[str, list[Item]], Awaitable[None]]
+
+
+@dataclass
+class Sized:
+    """A contender of the table-size section and how it is filled (its own public API)."""
+
+    contender: Contender
+    fill: Writer
+
+
+def sdk_sqlite_filler(path: Path) -> Writer:
+    """SQLiteSession keeps a connection per session object and thread: open, add, close per
+    batch, as an application would per conversation, not 10,000 open sessions."""
+
+    async def write(sid: str, items: list[Item]) -> None:
+        session = SQLiteSession(sid, str(path))
+        try:
+            await session.add_items(items)  # type: ignore[arg-type]
+        finally:
+            session.close()
+
+    return write
+
+
+async def _fill(write: Writer, sids: list[str]) -> float:
+    """Seconds to write one 100-item batch to each of `sids`, FILL_WRITERS at a time."""
+
+    async def writer(k: int) -> None:
+        for sid in sids[k::FILL_WRITERS]:
+            await write(sid, BATCH)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer(k) for k in range(FILL_WRITERS)))
+    return time.perf_counter() - started
+
+
+async def _probe(
+    contenders: list[Contender], load_sids: list[str], append_sids: list[str], repeats: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median ms of get_items on `load_sids` and of a one-turn append to `append_sids`."""
+    for c in contenders:
+        for sid in load_sids + append_sids:  # untimed: opens the SDK's per-session objects
+            assert len(await c.get_items(sid)) == len(BATCH), (c.name, sid)
+    loads: dict[str, list[float]] = {c.name: [] for c in contenders}
+    appends: dict[str, list[float]] = {c.name: [] for c in contenders}
+    for n in range(repeats):
+        for c in _rotated(contenders, n):
+            loads[c.name].append(await _timed(c.get_items(load_sids[n % len(load_sids)])))
+    for n in range(repeats):
+        for c in _rotated(contenders, n):
+            sid = append_sids[n % len(append_sids)]
+            appends[c.name].append(await _timed(c.add_items(sid, turn(10_000 + n))))
+    return (
+        {name: statistics.median(v) for name, v in loads.items()},
+        {name: statistics.median(v) for name, v in appends.items()},
+    )
+
+
+async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
+    """Section 4: the same probes on an almost empty table and on one of `rows` rows."""
+    contenders = [s.contender for s in sized]
+    sessions = rows // len(BATCH)
+    empty_load = [f"probe-load-{k}" for k in range(PROBES)]
+    empty_append = [f"probe-append-{k}" for k in range(PROBES)]
+    for s in sized:
+        for sid in empty_load + empty_append:
+            await s.fill(sid, BATCH)
+    empty = await _probe(contenders, empty_load, empty_append, repeats)
+
+    filled = [f"fill-{i}" for i in range(sessions)]
+    fill_s: dict[str, float] = {}
+    for s in sized:
+        fill_s[s.contender.name] = await _fill(s.fill, filled)
+        print(f"  filled {s.contender.name}: {fill_s[s.contender.name]:.1f} s", flush=True)
+    step = sessions // (2 * PROBES)  # probes spread evenly over the filled sessions
+    full_load = [filled[(2 * k) * step] for k in range(PROBES)]
+    full_append = [filled[(2 * k + 1) * step] for k in range(PROBES)]
+    full = await _probe(contenders, full_load, full_append, repeats)
+
+    print(
+        f"\ntable size: almost empty ({2 * PROBES * len(BATCH):,} rows) vs full "
+        f"({sessions:,} sessions x 100 items = {rows:,} rows); medians of {repeats} "
+        "interleaved calls, ms",
+        flush=True,
+    )
+    print(
+        f"  {'contender':24}{'fill s':>8}{'rows/s':>9}  {'load empty':>10}{'full':>8}"
+        f"{'full/empty':>11}  {'append empty':>12}{'full':>8}{'full/empty':>11}"
+    )
+    for c in contenders:
+        le, ae = empty[0][c.name], empty[1][c.name]
+        lf, af = full[0][c.name], full[1][c.name]
+        print(
+            f"  {c.name:24}{fill_s[c.name]:>8.1f}{rows / fill_s[c.name]:>9,.0f}  {le:>10.3f}"
+            f"{lf:>8.3f}{lf / le:>10.2f}x  {ae:>12.3f}{af:>8.3f}{af / ae:>10.2f}x"
+        )
+    print("  ours/this, full table:")
+    for c in contenders[1:]:
+        load = full[0]["sessionstore"] / full[0][c.name]
+        append = full[1]["sessionstore"] / full[1][c.name]
+        print(f"    {c.name:22} load {load:.2f}x, append {append:.2f}x")
+    ratio = full[0]["sessionstore"] / empty[0]["sessionstore"]
+    verdict = "met" if ratio <= 1.2 else "NOT met"
+    print(f"  target, our load full/empty <= 1.20x: {ratio:.2f}x, {verdict}", flush=True)
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    turns: int
+    batches: int
+    rounds: int  # lone-writer appends per contender
+    rows: int
+    repeats: int  # table-size probes per contender and state
+    compaction_repeats: int
+
+
+async def run_backend(
+    label: str,
+    contenders: list[Contender],
+    sized: Callable[[], Awaitable[list[Sized]]],
+    settings: Settings,
+) -> None:
+    print(f"\n=== {label} ===", flush=True)
+    try:
+        await throughput(contenders, settings.turns, settings.batches)
+        report_latency(
+            f"lone writer: append one turn (4 items), {settings.rounds} interleaved rounds "
+            "(ours/this in ms, < 1.00x = ours faster)",
+            await bench_append(contenders, settings.rounds),
+        )
+    finally:
+        for c in contenders:
+            await c.close()
+    print(f"\ntable size, filling to {settings.rows:,} rows per contender", flush=True)
+    table = await sized()
+    try:
+        await table_size(table, settings.rows, settings.repeats)
+    finally:
+        for s in table:
+            await s.contender.close()
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer turns (smoke run)")
+    parser.add_argument("--quick", action="store_true", help="fewer turns, 100k rows (smoke run)")
+    parser.add_argument("--rows", type=int, help="rows of the full table (default 1,000,000)")
     parser.add_argument("--backends", default="sqlite,postgresql")
     args = parser.parse_args()
-    turns, batches = (64, 10) if args.quick else (640, 50)
-    print("sessionstore scale benchmark (ratios: ours/theirs in throughput, > 1.00x = ours faster)")
-    if "sqlite" in args.backends:
+    settings = (
+        Settings(turns=64, batches=10, rounds=60, rows=100_000, repeats=40, compaction_repeats=2)
+        if args.quick
+        else Settings(
+            turns=640, batches=50, rounds=300, rows=1_000_000, repeats=200, compaction_repeats=5
+        )
+    )
+    if args.rows:
+        settings.rows = args.rows
+    if settings.rows < 2 * PROBES * len(BATCH):
+        parser.error(f"--rows must be at least {2 * PROBES * len(BATCH):,}")
+    started = time.perf_counter()
+    print("sessionstore scale benchmark (ratios: ours/theirs; see each section for direction)")
+    backends = set(args.backends.split(","))
+    if "sqlite" in backends:
         with tempfile.TemporaryDirectory() as folder:
             workdir = Path(folder)
             contenders = [
@@ -109,10 +298,34 @@ async def main() -> None:
                 await sdk_sqlite(workdir / "sdk.db"),
                 await sdk_sqlalchemy(f"sqlite+aiosqlite:///{workdir / 'sdk_sqla.db'}"),
             ]
-            await run("SQLite (synchronous=FULL)", contenders, turns, batches)
-    if "postgresql" in args.backends:
-        async with scratch_database() as url:
-            await run("PostgreSQL", [await ours(url), await sdk_sqlalchemy(url)], turns, batches)
+            big = f"sqlite:///{workdir / 'size-ours.db'}"
+
+            async def sqlite_sized() -> list[Sized]:
+                sdk = await sdk_sqlite(workdir / "size-sdk.db")
+                sqla = f"sqlite+aiosqlite:///{workdir / 'size-sqla.db'}"
+                mine, sqla_contender = await ours(big), await sdk_sqlalchemy(sqla)
+                return [
+                    Sized(mine, mine.add_items),
+                    Sized(sdk, sdk_sqlite_filler(workdir / "size-sdk.db")),
+                    Sized(sqla_contender, sqla_contender.add_items),
+                ]
+
+            await run_backend("SQLite (synchronous=FULL)", contenders, sqlite_sized, settings)
+            await bench_compaction(big, COMPACTION_SIZES, settings.compaction_repeats)
+            await bench_preflight(big, settings.compaction_repeats * 4)
+    if "postgresql" in backends:
+        async with scratch_database() as url, scratch_database() as big:
+
+            async def pg_sized() -> list[Sized]:
+                table = [await ours(big), await sdk_sqlalchemy(big)]
+                return [Sized(c, c.add_items) for c in table]
+
+            contenders = [await ours(url), await sdk_sqlalchemy(url)]
+            await run_backend("PostgreSQL", contenders, pg_sized, settings)
+            await bench_compaction(big, COMPACTION_SIZES, settings.compaction_repeats)
+            await bench_preflight(big, settings.compaction_repeats * 4)
+    elapsed = time.perf_counter() - started
+    print(f"\nwhole run: {elapsed // 60:.0f} min {elapsed % 60:.0f} s")
 
 
 if __name__ == "__main__":
