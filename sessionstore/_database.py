@@ -48,9 +48,11 @@ from ._hot_path import (
     sqlite_active_rows,
     sqlite_append,
 )
+from ._idle_indexing import IdleIndexer
 from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
 from ._rows import Batch
+from ._search_index import index_pending
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
@@ -200,6 +202,10 @@ class Database(Protocol):
         branch shares with its ancestors (the plain statement returns none for it)."""
         ...
 
+    async def catch_up_search_index(self) -> None:
+        """Index every stored row the full-text index lacks (a search calls this first)."""
+        ...
+
     async def dispose(self) -> None:
         """Close every pooled connection and worker thread."""
         ...
@@ -249,6 +255,8 @@ class SQLiteDatabase:
             sqlite_append,
             partial(self._translated, writing=True),
         )
+        # The full-text index is brought up to date off the append path (migration 0014).
+        self._indexer = IdleIndexer(self._writer, self._index_on_writer)
         if self._memory:
             # One shared in-memory connection must never be used by two threads at once.
             self.engine = self._writer_engine
@@ -317,7 +325,18 @@ class SQLiteDatabase:
 
     async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
         check_writable(self.read_only, self._where)
-        return await outcome_of(self._appends.submit(batch, keys))
+        seqs = await outcome_of(self._appends.submit(batch, keys))
+        self._indexer.wrote(batch.session_id, len(seqs))
+        return seqs
+
+    def _index_on_writer(self, sessions: set[str] | None) -> int:
+        """On the writer thread: index what `sessions` (every session: None) left pending."""
+        with self._translated(writing=True):
+            return index_pending(self._writer_driver_connection(), sessions)
+
+    async def catch_up_search_index(self) -> None:
+        if not self.read_only:  # a read-only search matches unindexed rows on its own
+            await on_thread(self._writer, partial(self._index_on_writer, None))
 
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()
@@ -343,7 +362,10 @@ class SQLiteDatabase:
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         check_writable(self.read_only, self._where)
-        return await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
+        result = await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
+        if args and isinstance(args[0], str):  # fn(conn, session_id, ...): it may add rows
+            self._indexer.wrote(args[0], 0)
+        return result
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         loop = asyncio.get_running_loop()
@@ -361,6 +383,9 @@ class SQLiteDatabase:
 
     async def dispose(self) -> None:
         loop = asyncio.get_running_loop()
+        if left := await asyncio.to_thread(self._indexer.close):
+            with contextlib.suppress(Exception):  # still pending: the next search indexes it
+                await loop.run_in_executor(self._writer, self._index_on_writer, left)
         await loop.run_in_executor(self._writer, self._close_writer)
         await loop.run_in_executor(self._readers, self.engine.dispose)
         self._writer.shutdown(wait=True)
@@ -598,6 +623,9 @@ class PostgresDatabase:
         if self._user_engine is not None:
             return self._user_engine
         return self._loops.current().engine
+
+    async def catch_up_search_index(self) -> None:
+        """Nothing to do: PostgreSQL maintains its GIN index with every insert."""
 
     async def dispose(self) -> None:
         await self._loops.close_all()

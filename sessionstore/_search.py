@@ -8,6 +8,7 @@ Sealed payloads are not indexed, so an encrypted session's rows are never found.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -19,6 +20,7 @@ from ._items import text_of
 from ._payload_sealing import SessionKeys
 from ._redaction import Redactor
 from ._schema import messages
+from ._search_index import match_pending
 from ._session_sql import ROW_COLUMNS, stored_rows
 
 _WORD: Final = re.compile(r"\w+")
@@ -26,7 +28,7 @@ _MAX_WORDS: Final = 32
 SNIPPET_CHARS: Final = 160
 
 _SQLITE_SEARCH: Final = """
-    SELECT r.session_id, r.seq FROM message_search JOIN message_search_rows r
+    SELECT r.session_id, r.seq, bm25(message_search) FROM message_search JOIN message_search_rows r
         ON r.id = message_search.rowid
     WHERE message_search MATCH :match AND (:sid IS NULL OR r.session_id = :sid)
     ORDER BY bm25(message_search), r.seq DESC LIMIT :limit
@@ -81,11 +83,10 @@ def tx_search(
 ) -> list[SearchHit]:
     """The best `limit` rows holding every word, redacted by `redactor`."""
     if conn.dialect.name == "sqlite":
-        sql, match = _SQLITE_SEARCH, " ".join(f'"{word}"' for word in words)
+        found = _sqlite_matches(conn, " ".join(f'"{word}"' for word in words), session_id, limit)
     else:
-        sql, match = _PG_SEARCH, " ".join(words)
-    params = {"match": match, "sid": session_id, "limit": limit}
-    found = [(str(sid), int(seq)) for sid, seq in conn.execute(sa.text(sql), params)]
+        params = {"match": " ".join(words), "sid": session_id, "limit": limit}
+        found = [(str(sid), int(seq)) for sid, seq in conn.execute(sa.text(_PG_SEARCH), params)]
     if not found:
         return []
     matched = conn.execute(_ROWS, {"keys": found})  # one read for every hit
@@ -111,6 +112,23 @@ def tx_search(
             )
         )
     return hits
+
+
+def _sqlite_matches(
+    conn: Connection, match: str, session_id: str | None, limit: int
+) -> list[tuple[str, int]]:
+    """The best `limit` matches of the FTS5 index and of the rows it does not hold yet (a
+    read-only store cannot index them), best first."""
+    params = {"match": match, "sid": session_id, "limit": limit}
+    indexed = [
+        (float(rank), -int(seq), str(sid))
+        for sid, seq, rank in conn.execute(sa.text(_SQLITE_SEARCH), params)
+    ]
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    pending = [(rank, -seq, sid) for sid, seq, rank in match_pending(raw, match, session_id)]
+    best = dict.fromkeys((sid, -negated) for _, negated, sid in sorted([*indexed, *pending]))
+    return list(best)[:limit]  # a row indexed meanwhile is in both: once, at its best rank
 
 
 def _snippet(text: str, words: list[str]) -> str:
