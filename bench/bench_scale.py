@@ -12,13 +12,14 @@
 3. Lone writer: one turn appended to one session at a time, nobody else writing (what an
    agent does between model calls); per-call latency, medians over interleaved rounds
    (bench_store.bench_append). Our store counts every item's tokens exactly and stores them.
-4. Table size: each contender on a fresh database, first almost empty (20 sessions of 100
-   items), then filled through its own public API with 100-item batches to --rows message
-   rows (10,000 sessions x 100 items by default; fill time printed). In both states: the
-   latency of loading a session's active context of 100 items (get_items) and of appending
-   one turn to a 100-item session, on 10 probe sessions spread over the table, each loaded
-   once untimed first (so the SDK's per-session connection is open in both states).
-   full/empty is the cost of the table's size; the target is <= 1.20x for our load.
+4. Table size: each contender on two databases at once, one almost empty (20 sessions of
+   100 items), one filled through its own public API with 100-item batches to --rows
+   message rows (10,000 sessions x 100 items by default; fill time printed). On both, in
+   the same interleaved rounds (this VM's fsync cost drifts too much to time the two states
+   minutes apart): loading a session's active context of 100 items (get_items) and
+   appending one turn to a 100-item session, over 10 probe sessions spread over the table,
+   each loaded once untimed first (so the SDK's per-session connection is open in both).
+   full/empty is what the table's size costs; the target is <= 1.20x for our load.
 5. Compaction (1k and 10k items, no LLM) and the pre-flight per model call, by
    bench_compaction.py's own functions, on our database of section 4 (the full table).
 
@@ -129,10 +130,13 @@ Writer = Callable[[str, list[Item]], Awaitable[None]]
 
 @dataclass
 class Sized:
-    """A contender of the table-size section and how it is filled (its own public API)."""
+    """One contender of the table-size section: open on an almost empty and on a full database
+    at once, so the two are timed in the same rounds (this machine's fsync cost drifts by 5x
+    within a minute; states timed a fill apart would compare two different disks)."""
 
-    contender: Contender
-    fill: Writer
+    empty: Contender
+    full: Contender
+    fill: Writer  # one 100-item batch into the full database, through the contender's own API
 
 
 def sdk_sqlite_filler(path: Path) -> Writer:
@@ -161,48 +165,61 @@ async def _fill(write: Writer, sids: list[str]) -> float:
     return time.perf_counter() - started
 
 
-async def _probe(
-    contenders: list[Contender], load_sids: list[str], append_sids: list[str], repeats: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Median ms of get_items on `load_sids` and of a one-turn append to `append_sids`."""
-    for c in contenders:
-        for sid in load_sids + append_sids:  # untimed: opens the SDK's per-session objects
-            assert len(await c.get_items(sid)) == len(BATCH), (c.name, sid)
-    loads: dict[str, list[float]] = {c.name: [] for c in contenders}
-    appends: dict[str, list[float]] = {c.name: [] for c in contenders}
+@dataclass
+class Probe:
+    """A contender in one state of its table, and the 100-item sessions timed there."""
+
+    key: tuple[str, str]  # (contender, "empty" | "full")
+    contender: Contender
+    load: list[str]
+    append: list[str]
+
+
+async def _probe(probes: list[Probe], repeats: int) -> dict[str, dict[tuple[str, str], float]]:
+    """Median ms of get_items on `load` sessions and of a one-turn append to `append` ones."""
+    for p in probes:
+        for sid in p.load + p.append:  # untimed: opens the SDK's per-session objects
+            assert len(await p.contender.get_items(sid)) == len(BATCH), (p.key, sid)
+    samples: dict[str, dict[tuple[str, str], list[float]]] = {
+        op: {p.key: [] for p in probes} for op in ("load", "append")
+    }
     for n in range(repeats):
-        for c in _rotated(contenders, n):
-            loads[c.name].append(await _timed(c.get_items(load_sids[n % len(load_sids)])))
+        for p in _rotated(probes, n):
+            samples["load"][p.key].append(await _timed(p.contender.get_items(p.load[n % PROBES])))
     for n in range(repeats):
-        for c in _rotated(contenders, n):
-            sid = append_sids[n % len(append_sids)]
-            appends[c.name].append(await _timed(c.add_items(sid, turn(10_000 + n))))
-    return (
-        {name: statistics.median(v) for name, v in loads.items()},
-        {name: statistics.median(v) for name, v in appends.items()},
-    )
+        for p in _rotated(probes, n):
+            call = p.contender.add_items(p.append[n % PROBES], turn(10_000 + n))
+            samples["append"][p.key].append(await _timed(call))
+    return {
+        op: {key: statistics.median(values) for key, values in by_key.items()}
+        for op, by_key in samples.items()
+    }
 
 
 async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
     """Section 4: the same probes on an almost empty table and on one of `rows` rows."""
-    contenders = [s.contender for s in sized]
     sessions = rows // len(BATCH)
     empty_load = [f"probe-load-{k}" for k in range(PROBES)]
     empty_append = [f"probe-append-{k}" for k in range(PROBES)]
-    for s in sized:
-        for sid in empty_load + empty_append:
-            await s.fill(sid, BATCH)
-    empty = await _probe(contenders, empty_load, empty_append, repeats)
-
     filled = [f"fill-{i}" for i in range(sessions)]
     fill_s: dict[str, float] = {}
     for s in sized:
-        fill_s[s.contender.name] = await _fill(s.fill, filled)
-        print(f"  filled {s.contender.name}: {fill_s[s.contender.name]:.1f} s", flush=True)
+        for sid in empty_load + empty_append:
+            await s.empty.add_items(sid, BATCH)
+        fill_s[s.full.name] = await _fill(s.fill, filled)
+        print(f"  filled {s.full.name}: {fill_s[s.full.name]:.1f} s", flush=True)
     step = sessions // (2 * PROBES)  # probes spread evenly over the filled sessions
     full_load = [filled[(2 * k) * step] for k in range(PROBES)]
     full_append = [filled[(2 * k + 1) * step] for k in range(PROBES)]
-    full = await _probe(contenders, full_load, full_append, repeats)
+    probes = [
+        probe
+        for s in sized
+        for probe in (
+            Probe((s.empty.name, "empty"), s.empty, empty_load, empty_append),
+            Probe((s.full.name, "full"), s.full, full_load, full_append),
+        )
+    ]
+    ms = await _probe(probes, repeats)
 
     print(
         f"\ntable size: almost empty ({2 * PROBES * len(BATCH):,} rows) vs full "
@@ -214,19 +231,20 @@ async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
         f"  {'contender':24}{'fill s':>8}{'rows/s':>9}  {'load empty':>10}{'full':>8}"
         f"{'full/empty':>11}  {'append empty':>12}{'full':>8}{'full/empty':>11}"
     )
-    for c in contenders:
-        le, ae = empty[0][c.name], empty[1][c.name]
-        lf, af = full[0][c.name], full[1][c.name]
+    for s in sized:
+        name = s.full.name
+        le, lf = ms["load"][name, "empty"], ms["load"][name, "full"]
+        ae, af = ms["append"][name, "empty"], ms["append"][name, "full"]
         print(
-            f"  {c.name:24}{fill_s[c.name]:>8.1f}{rows / fill_s[c.name]:>9,.0f}  {le:>10.3f}"
+            f"  {name:24}{fill_s[name]:>8.1f}{rows / fill_s[name]:>9,.0f}  {le:>10.3f}"
             f"{lf:>8.3f}{lf / le:>10.2f}x  {ae:>12.3f}{af:>8.3f}{af / ae:>10.2f}x"
         )
     print("  ours/this, full table:")
-    for c in contenders[1:]:
-        load = full[0]["sessionstore"] / full[0][c.name]
-        append = full[1]["sessionstore"] / full[1][c.name]
-        print(f"    {c.name:22} load {load:.2f}x, append {append:.2f}x")
-    ratio = full[0]["sessionstore"] / empty[0]["sessionstore"]
+    for s in sized[1:]:
+        load = ms["load"]["sessionstore", "full"] / ms["load"][s.full.name, "full"]
+        append = ms["append"]["sessionstore", "full"] / ms["append"][s.full.name, "full"]
+        print(f"    {s.full.name:22} load {load:.2f}x, append {append:.2f}x")
+    ratio = ms["load"]["sessionstore", "full"] / ms["load"]["sessionstore", "empty"]
     verdict = "met" if ratio <= 1.2 else "NOT met"
     print(f"  target, our load full/empty <= 1.20x: {ratio:.2f}x, {verdict}", flush=True)
 
@@ -267,7 +285,8 @@ async def run_backend(
         await table_size(table, settings.rows, settings.repeats)
     finally:
         for s in table:
-            await s.contender.close()
+            await s.empty.close()
+            await s.full.close()
 
 
 async def main() -> None:
@@ -301,24 +320,38 @@ async def main() -> None:
             big = f"sqlite:///{workdir / 'size-ours.db'}"
 
             async def sqlite_sized() -> list[Sized]:
-                sdk = await sdk_sqlite(workdir / "size-sdk.db")
-                sqla = f"sqlite+aiosqlite:///{workdir / 'size-sqla.db'}"
-                mine, sqla_contender = await ours(big), await sdk_sqlalchemy(sqla)
+                def sqla(name: str) -> str:
+                    return f"sqlite+aiosqlite:///{workdir / name}"
+
+                mine, theirs = await ours(big), await sdk_sqlalchemy(sqla("size-sqla.db"))
                 return [
-                    Sized(mine, mine.add_items),
-                    Sized(sdk, sdk_sqlite_filler(workdir / "size-sdk.db")),
-                    Sized(sqla_contender, sqla_contender.add_items),
+                    Sized(
+                        await ours(f"sqlite:///{workdir / 'small-ours.db'}"), mine, mine.add_items
+                    ),
+                    Sized(
+                        await sdk_sqlite(workdir / "small-sdk.db"),
+                        await sdk_sqlite(workdir / "size-sdk.db"),
+                        sdk_sqlite_filler(workdir / "size-sdk.db"),
+                    ),
+                    Sized(await sdk_sqlalchemy(sqla("small-sqla.db")), theirs, theirs.add_items),
                 ]
 
             await run_backend("SQLite (synchronous=FULL)", contenders, sqlite_sized, settings)
             await bench_compaction(big, COMPACTION_SIZES, settings.compaction_repeats)
             await bench_preflight(big, settings.compaction_repeats * 4)
     if "postgresql" in backends:
-        async with scratch_database() as url, scratch_database() as big:
+        async with (
+            scratch_database() as url,
+            scratch_database() as small,
+            scratch_database() as big,
+        ):
 
             async def pg_sized() -> list[Sized]:
-                table = [await ours(big), await sdk_sqlalchemy(big)]
-                return [Sized(c, c.add_items) for c in table]
+                mine, theirs = await ours(big), await sdk_sqlalchemy(big)
+                return [
+                    Sized(await ours(small), mine, mine.add_items),
+                    Sized(await sdk_sqlalchemy(small), theirs, theirs.add_items),
+                ]
 
             contenders = [await ours(url), await sdk_sqlalchemy(url)]
             await run_backend("PostgreSQL", contenders, pg_sized, settings)

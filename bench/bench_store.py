@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from agents import SQLiteSession
@@ -38,6 +38,7 @@ from sqlalchemy.engine import make_url
 from sessionstore import SessionStore, SQLSession
 
 Item = dict[str, Any]
+T = TypeVar("T")
 SIZES = (100, 1_000, 10_000)
 
 
@@ -212,7 +213,7 @@ async def _timed(call: Awaitable[Any]) -> float:
         gc.enable()
 
 
-def _rotated(contenders: Sequence[Contender], n: int) -> list[Contender]:
+def _rotated(contenders: Sequence[T], n: int) -> list[T]:
     """Each round starts with a different contender, so position effects cancel out."""
     k = n % len(contenders)
     return [*contenders[k:], *contenders[:k]]
