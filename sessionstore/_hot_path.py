@@ -8,15 +8,17 @@ double an append. The `Database` of each backend runs them; the store only says 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ._chain import extend_plain
 from ._payload_sealing import SessionKeys
 from ._rows import ITEM_COLUMNS, Batch
-from ._schema import messages, sessions
+from ._schema import KIND_ITEM, messages, sessions
 from ._session_sql import seal_row
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
@@ -37,6 +39,16 @@ HOT_COLUMNS: Final = tuple(
     for column in messages.c
     if column.name in {*ITEM_COLUMNS, "payload_sealed", "payload_digest", "digest"}
 )
+assert (
+    (  # the order _hot_values yields
+        *ITEM_COLUMNS[:10],
+        "payload_sealed",
+        "append_token",
+        "payload_digest",
+        "digest",
+    )
+    == HOT_COLUMNS
+), HOT_COLUMNS
 
 
 def _append_upsert(insert: Any) -> Any:
@@ -175,16 +187,55 @@ _SQLITE_ACTIVE_SQL: Final = _ACTIVE_SQL.format(cast="", sid=":sid")
 _SQLITE_LINEAGE_SQL: Final = _LINEAGE_SQL.format(cast="", sid=":sid")
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedRows:
+    """A batch's rows as the database stores them, column by column, and the session
+    columns to store with them (the new chain head, a new chain's start and key)."""
+
+    payloads: list[str | None]
+    sealed: list[bytes | None]
+    bodies: list[bytes | None]  # payload digests
+    digests: list[bytes]
+    session: dict[str, Any]
+
+
 def prepared_rows(
     batch: Batch, first: int, session: Mapping[str, Any], keys: SessionKeys
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> PreparedRows:
     """The batch's rows numbered from `first`, sealed if the session is encrypted and chained
-    onto its history, and the session columns to store with them."""
+    onto its history."""
+    start = keys.chains.start(session, first)
+    if session["payload_wrapped_key"] is None:  # plain payloads: no dict per row
+        plain = zip(
+            *(
+                [info.role for info in batch.infos],
+                [info.item_type for info in batch.infos],
+                [info.tool_name for info in batch.infos],
+                [info.call_id for info in batch.infos],
+                batch.counts,
+                [batch.protected or info.protected for info in batch.infos],
+                batch.payloads,
+            ),
+            strict=True,
+        )
+        bodies, digests, head = extend_plain(
+            start.key, start.head, batch.session_id, first, KIND_ITEM, plain, batch.token
+        )
+        columns = {**start.updates, "chain_head": head}
+        payloads: list[str | None] = list(batch.payloads)
+        return PreparedRows(payloads, [None] * len(payloads), list(bodies), digests, columns)
     rows = [dict(zip(ITEM_COLUMNS, values, strict=True)) for values in batch.rows(first)]
-    cipher = None if session["payload_wrapped_key"] is None else keys.cipher(session)
+    cipher = keys.cipher(session)
     for row in rows:
         seal_row(row, cipher)
-    return rows, keys.chains.start(session, first).after(rows)
+    columns = start.after(rows)
+    return PreparedRows(
+        [row["payload"] for row in rows],
+        [row["payload_sealed"] for row in rows],
+        [row["payload_digest"] for row in rows],
+        [row["digest"] for row in rows],
+        columns,
+    )
 
 
 def pg_append_args(
@@ -193,7 +244,8 @@ def pg_append_args(
     """The positional arguments of PG_APPEND_SQL against the session's known `state` (its
     row, or an empty one for a new session), and the session columns the append leaves."""
     session = {"session_id": batch.session_id, **state}
-    rows, chained = prepared_rows(batch, int(state["last_seq"]) + 1, session, keys)
+    prepared = prepared_rows(batch, int(state["last_seq"]) + 1, session, keys)
+    chained = prepared.session
     infos = batch.infos
     args = (
         batch.session_id,
@@ -206,7 +258,7 @@ def pg_append_args(
         [info.call_id for info in infos],
         batch.counts,
         [batch.protected or info.protected for info in infos],
-        [row["payload"] for row in rows],
+        prepared.payloads,
         batch.token,
         state["last_seq"],
         state["chain_head"],
@@ -214,9 +266,9 @@ def pg_append_args(
         chained.get("chain_start_seq"),
         chained.get("chain_kek_id"),
         chained.get("chain_wrapped_key"),
-        [row["payload_sealed"] for row in rows],
-        [row["payload_digest"] for row in rows],
-        [row["digest"] for row in rows],
+        prepared.sealed,
+        prepared.bodies,
+        prepared.digests,
     )
     return args, chained
 
@@ -232,10 +284,9 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
         session = {"session_id": batch.session_id, **dict(zip(STATE_NAMES, state, strict=True))}
         last = session["last_seq"]
         first = last - size + 1
-        rows, chained = prepared_rows(batch, first, session, keys)
-        cursor.executemany(
-            _SQLITE_INSERT_ITEM_SQL, [tuple(row[name] for name in HOT_COLUMNS) for row in rows]
-        )
+        prepared = prepared_rows(batch, first, session, keys)
+        chained = prepared.session
+        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, _hot_values(batch, first, prepared))
         cursor.execute(
             _SQLITE_ADVANCE_CHAIN_SQL,
             (
@@ -249,6 +300,37 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
     finally:
         cursor.close()
     return list(range(first, last + 1))
+
+
+def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
+    """The rows in HOT_COLUMNS order."""
+    for offset, (info, count, payload, sealed, body, digest) in enumerate(
+        zip(
+            batch.infos,
+            batch.counts,
+            prepared.payloads,
+            prepared.sealed,
+            prepared.bodies,
+            prepared.digests,
+            strict=True,
+        )
+    ):
+        yield (
+            batch.session_id,
+            first + offset,
+            KIND_ITEM,
+            info.role,
+            info.item_type,
+            info.tool_name,
+            info.call_id,
+            count,
+            batch.protected or info.protected,
+            payload,
+            sealed,
+            None if offset else batch.token,
+            body,
+            digest,
+        )
 
 
 def sqlite_active_rows(
