@@ -42,6 +42,7 @@ from ._persist import (
     CompactionResult,
     CompactionWrite,
     archived_record,
+    encode_replaced,
     tx_commit_compaction,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
@@ -440,12 +441,20 @@ class CompactionManager:
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
-        summary = self._scrubbed(
-            plan,
-            await self._summarize(
-                session_id, plan, strategy or self.policy.strategy, summary_budget
-            ),
-        )
+        replaced = plan.replaced_rows
+        redact = self.store.redactor.value if self.store.redact_archives else None
+        # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock.
+        archive = asyncio.ensure_future(asyncio.to_thread(encode_replaced, replaced, redact))
+        try:
+            summary = self._scrubbed(
+                plan,
+                await self._summarize(
+                    session_id, plan, strategy or self.policy.strategy, summary_budget
+                ),
+            )
+            archive_body = await archive
+        finally:
+            archive.cancel()  # a no-op once it finished; never left unawaited on an error
         layers = Layers.of(plan)
         write = CompactionWrite(
             session_id=session_id,
@@ -456,7 +465,8 @@ class CompactionManager:
             summary_role=self.policy.summary_role,
             prior_summary=plan.prior_summary.rows[0] if plan.prior_summary else None,
             kept=_kept_rows(plan),
-            replaced=plan.replaced_rows,
+            replaced=replaced,
+            archive=archive_body,
             record={
                 "trigger": decision.reason,
                 "strategy": summary.strategy,
@@ -486,7 +496,6 @@ class CompactionManager:
                     *self._result_events(session_id, plan, layers, summary, tokens_before),
                 ]
             ),
-            redact=self.store.redactor.value if self.store.redact_archives else None,
         )
         result = await self.store.write_transaction(
             tx_commit_compaction, write, self.estimator.count_item, self.store.session_keys
