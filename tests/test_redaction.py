@@ -687,6 +687,22 @@ def test_the_stem_prefilter_never_skips_a_match(text: str) -> None:
     assert REDACTOR.text("pa\u017fsword=hunter2-x") == "pa\u017fsword=" + R  # long s is an s
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(noise, st.sampled_from(SAMPLES), st.sampled_from(FRAGMENTS + _EXOTIC)),
+            max_size=6,
+        ).map("".join),
+        max_size=8,
+    )
+)
+def test_secrets_in_many_texts_finds_what_each_text_alone_gives(texts: list[str]) -> None:
+    """The candidate search over all texts joined skips only texts that hold no secret."""
+    alone = set().union(*(REDACTOR.secrets_in([text]) for text in texts))
+    assert REDACTOR.secrets_in(texts) == alone
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | mixtures,
     lambda children: (
