@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Row
 
 from ._items import encode_payload
 from ._payload_sealing import SessionKeys, seal_payload
-from ._rows import StoredRow, decode_payload
+from ._rows import StoredRow, decode_payloads
 from ._schema import KIND_CARRY, messages, sessions
 
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -48,13 +48,20 @@ def seq_range(*columns: Any, first: str = "first", last: str = "last") -> sa.Sel
 def stored_rows(
     conn: Connection, keys: SessionKeys, session_id: str, rows: Iterable[AnyRow]
 ) -> list[StoredRow]:
-    """Stored rows from `messages` rows, their payloads unsealed as needed."""
+    """Stored rows from `messages` rows, their payloads unsealed as needed and parsed in one
+    call (a compaction reads 10,000 rows)."""
     plain = keys.opener(conn, session_id)
-    return [stored_row(row, plain(row.seq, row.payload, row.payload_sealed)) for row in rows]
+    fetched = list(rows)
+    payloads = [plain(row.seq, row.payload, row.payload_sealed) for row in fetched]
+    parsed = iter(decode_payloads([payload for payload in payloads if payload is not None]))
+    return [
+        stored_row(row, None if payload is None else next(parsed))
+        for row, payload in zip(fetched, payloads, strict=True)
+    ]
 
 
-def stored_row(row: AnyRow, payload: Any) -> StoredRow:
-    """One `messages` row (all columns) as a StoredRow, with its plain payload."""
+def stored_row(row: AnyRow, item: dict[str, Any] | None) -> StoredRow:
+    """One `messages` row (all columns) as a StoredRow, with its decoded payload."""
     values = row._mapping
     return StoredRow(
         session_id=values["session_id"],
@@ -69,7 +76,7 @@ def stored_row(row: AnyRow, payload: Any) -> StoredRow:
         ref_seq=values["ref_seq"],
         compaction_id=values["compaction_id"],
         archive_id=values["archive_id"],
-        item=None if payload is None else decode_payload(payload),
+        item=item,
         created_at=values["created_at"],
     )
 
