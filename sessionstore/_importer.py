@@ -520,11 +520,14 @@ class _SessionRun:
             items = self.count(page)
             target_seq = self.marker.target_seq
             if items and not self.dry_run:
-                target_seq = (await self.store.append(self.session_id, items))[-1]
+                seqs, tokens = await self.store.append_counted(self.session_id, items)
+                target_seq = seqs[-1]
+            else:
+                tokens = sum(self.store.estimator.count_item(item) for item in items)
             self.marker = self.marker.advanced(page, target_seq)
             await self.record()
             self.result.imported += len(items)
-            self.result.tokens += sum(self.store.estimator.count_item(item) for item in items)
+            self.result.tokens += tokens
             tick(len(page.rows))
 
 

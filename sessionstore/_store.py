@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
@@ -374,14 +374,6 @@ def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
 
 
-def _tx_record_call_and_events(
-    conn: Connection, session_id: str, event_rows: list[dict[str, Any]], **call: Any
-) -> int:
-    if event_rows:
-        _tx_events(conn, event_rows)
-    return tx_record_call(conn, session_id, **call)
-
-
 def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
     segments = inherited_segments(conn, session_id)
     rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
@@ -635,12 +627,28 @@ class SessionStore:
         again with the token of a stored batch stores nothing and returns its seqs,
         so a retry after `StoreUnavailableError(outcome_known=False)` is safe.
         """
+        seqs, _ = await self.append_counted(
+            session_id, items, protected=protected, originals=originals, token=token
+        )
+        return seqs
+
+    async def append_counted(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        protected: bool = False,
+        originals: Mapping[int, Mapping[str, Any]] | None = None,
+        token: str | None = None,
+    ) -> tuple[list[int], int]:
+        """`append`, also returning the tokens the items were counted at (what an importer
+        reports, without counting every item a second time)."""
         check_session_id(session_id)
         items = item_list(items)
         protected = check_flag("protected", protected)
         token = _append_token(token)
         if not items:
-            return []
+            return [], 0
         if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
             prepared = await asyncio.to_thread(self._prepare, items)
         else:  # a thread hop costs more than preparing a turn
@@ -657,10 +665,10 @@ class SessionStore:
             token=token,
         )
         try:
-            return await self._write_batch(batch, originals or {})
+            return await self._write_batch(batch, originals or {}), sum(counts)
         except DuplicateAppendError:  # a retry of a stored batch: what it stored then
             first = await self.database.read(_read_token_seq, session_id, token)
-            return list(range(first, first + len(items)))
+            return list(range(first, first + len(items))), sum(counts)
         except StoreUnavailableError as error:
             error.token = token
             raise
@@ -877,6 +885,7 @@ class SessionStore:
             tx_search, words, session_id, limit, self.session_keys, redactor
         )
 
+    @overload
     async def record_model_call(
         self,
         session_id: str,
@@ -886,30 +895,68 @@ class SessionStore:
         unsaved_items: int = 0,
         unsaved_tokens: int = 0,
         events: Sequence[Event] = (),
-    ) -> int:
+        digest: str | None = None,
+    ) -> int: ...
+
+    @overload
+    async def record_model_call(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        unsaved_items: int = 0,
+        unsaved_tokens: int = 0,
+        decide: Callable[[int], Sequence[Event] | None],
+        digest: str | None = None,
+    ) -> int | None: ...
+
+    async def record_model_call(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        unsaved_items: int = 0,
+        unsaved_tokens: int = 0,
+        events: Sequence[Event] = (),
+        decide: Callable[[int], Sequence[Event] | None] | None = None,
+        digest: str | None = None,
+    ) -> int | None:
         """Record a model call about to be sent `items` (the last `unsaved_items` of them not
         stored yet); returns the id to attach its usage to (`record_usage`). `events` (the
-        pre-flight's decision) are stored, redacted, in the same transaction."""
+        pre-flight's decision) are stored, redacted, in the same transaction; or `decide`
+        makes that decision there from the stored token total it reads, and None from it
+        records nothing and returns None. `digest` is the items' `input_sha256` when the
+        caller kept it as its input grew (the SDK adapter does)."""
         check_session_id(session_id)
         items = item_list(items)
-        if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
-            digest = await asyncio.to_thread(input_sha256, items)
-        else:
+        if digest is None and rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:
+            digest = await asyncio.to_thread(input_sha256, items)  # never stall the event loop
+        elif digest is None:
             digest = input_sha256(items)
         await self.ensure_ready()
-        redacted = self.redacted(events)
+        published: list[Event] = []
+
+        def decided(stored_tokens: int) -> list[dict[str, Any]] | None:
+            chosen = events if decide is None else decide(stored_tokens)
+            if chosen is None:
+                return None
+            published[:] = self.redacted(chosen)  # a retried transaction decides again
+            return [event.row() for event in published]
+
         row_id = await self.database.write(
-            _tx_record_call_and_events,
+            tx_record_call,
             session_id,
-            [event.row() for event in redacted],
             model=model,
             input_items=len(items),
             unsaved_items=check_non_negative("unsaved_items", unsaved_items, allow_none=False),
             unsaved_tokens=check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False),
             digest=digest,
+            decide=decided,
         )
-        self.publish(redacted)
-        return int(row_id)
+        self.publish(published)
+        return row_id
 
     async def record_usage(
         self,

@@ -389,6 +389,16 @@ async def test_an_append_replayed_with_its_token_is_stored_once(store: SessionSt
         await store.append("s", batch, token="")
 
 
+async def test_append_counted_returns_the_tokens_it_stored(store: SessionStore) -> None:
+    batch = [{"role": "user", "content": "count me"}, {"role": "assistant", "content": "ok"}]
+    seqs, tokens = await store.append_counted("s", batch, token="t1")
+    assert seqs == [1, 2] and tokens == await store.context_tokens("s") > 0
+    assert tokens == sum(store.estimator.count_item(item) for item in batch)
+    assert await store.append_counted("s", batch, token="t1") == (seqs, tokens)  # a replay
+    assert await store.context_tokens("s") == tokens
+    assert await store.append_counted("s", []) == ([], 0)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "fragment"),
     [
