@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -18,7 +18,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ._schema import model_calls
+from ._schema import events, model_calls
 from ._session_sql import lock_session
 
 _c: Final = model_calls.c
@@ -27,6 +27,7 @@ _NEXT_CALL: Final = sa.select(sa.func.coalesce(sa.func.max(_c.call), 0) + 1).whe
     _c.session_id == _sid
 )
 _CALLS: Final = sa.select(model_calls).where(_c.session_id == _sid).order_by(_c.call)
+_INSERT_EVENTS: Final = events.insert()
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
@@ -66,6 +67,46 @@ def input_sha256(items: Sequence[Mapping[str, Any]]) -> str:
     return hashlib.sha256(_ENCODER.encode(list(items)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class InputDigest:
+    """`input_sha256` of a list that grows: SHA-256 streams, so the canonical JSON of the
+    items seen so far is hashed once and each call adds only its new items."""
+
+    __slots__ = ("_sha", "count")
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256(b"[")
+        self.count = 0  # items hashed
+
+    def copy(self) -> InputDigest:
+        """An independent digest of the same items, to extend without changing this one."""
+        twin = InputDigest()
+        twin._sha, twin.count = self._sha.copy(), self.count
+        return twin
+
+    def add(self, text: str) -> None:
+        """Append one item given as its canonical JSON (`canonical_json`)."""
+        if self.count:
+            self._sha.update(b",")
+        self._sha.update(text.encode("utf-8", "surrogatepass"))
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        """What `input_sha256` gives for the items added so far."""
+        done = self._sha.copy()
+        done.update(b"]")
+        return done.hexdigest()
+
+
+def canonical_json(item: Mapping[str, Any]) -> str:
+    """One item as `input_sha256` encodes it."""
+    return _ENCODER.encode(item)
+
+
+# The pre-flight's decision taken inside the call's transaction from the stored total it
+# read there: the events to store with the call, or None to record nothing (it compacts).
+Decide = Callable[[int], Sequence[dict[str, Any]] | None]
+
+
 def tx_record_call(
     conn: Connection,
     session_id: str,
@@ -75,22 +116,32 @@ def tx_record_call(
     unsaved_items: int,
     unsaved_tokens: int,
     digest: str,
-) -> int:
-    """Record a call about to go out; returns its row id (usage is attached later)."""
+    decide: Decide,
+) -> int | None:
+    """Record a call about to go out with the event rows `decide` returns for the stored
+    total (one lock, one insert); None, with nothing written, if it returns None. Usage is
+    attached later."""
     session = lock_session(conn, session_id)
+    stored = 0 if session is None else int(session.context_tokens)
+    event_rows = decide(stored)
+    if event_rows is None:
+        return None
     values: dict[str, Any] = {
         "session_id": session_id,
-        "call": conn.execute(_NEXT_CALL, {"sid": session_id}).scalar_one(),
+        "call": _NEXT_CALL.scalar_subquery(),  # after the lock: no other call takes it
         "model": model,
         "unsaved_items": unsaved_items,
         "input_items": input_items,
-        "input_tokens_est": unsaved_tokens + (0 if session is None else session.context_tokens),
+        "input_tokens_est": unsaved_tokens + stored,
         "input_sha256": digest,
     }
     if session is not None:
         values["context_from_seq"] = session.context_start_seq
         values["context_to_seq"] = session.last_seq
-    return int(conn.execute(model_calls.insert().values(**values).returning(_c.id)).scalar_one())
+    if event_rows:
+        conn.execute(_INSERT_EVENTS, list(event_rows))
+    insert = model_calls.insert().values(**values).returning(_c.id)
+    return int(conn.execute(insert, {"sid": session_id}).scalar_one())
 
 
 def usage_values(usage: CallUsage, cost: float | None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ the longest matching model name, summed per session, model and day, on both back
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -105,3 +106,30 @@ async def _events(store: SessionStore) -> list[dict[str, object]]:
     async with store.engine.connect() as conn:
         rows = await conn.execute(sa.text("SELECT event, payload FROM events ORDER BY id"))
         return [dict(row._mapping) for row in rows]
+
+
+async def test_the_decision_is_taken_in_the_record_from_the_total_it_reads(db_url: str) -> None:
+    async with (
+        SessionStore(db_url, create_tables=True) as store,
+        SessionStore(db_url) as other_process,
+    ):
+        await store.append("s", [user("hi")])
+        seen: list[int] = []
+
+        def idle_below(limit: int) -> Callable[[int], list[Event] | None]:
+            def decide(stored: int) -> list[Event] | None:
+                seen.append(stored)
+                return None if stored >= limit else [Event("compact.token_estimate", "s")]
+
+            return decide
+
+        first = await store.record_model_call("s", [user("hi")], decide=idle_below(10**6))
+        assert first is not None and seen == [await store.context_tokens("s")]
+        await other_process.append("s", [assistant("a reply stored by someone else")])
+        total = await store.context_tokens("s")
+        assert await store.record_model_call("s", [user("hi")], decide=idle_below(total)) is None
+        assert seen[-1] == total  # the other process's row was counted
+        [call] = await store.model_calls("s")  # the triggered call recorded nothing
+        assert call.input_tokens_est == seen[0]
+        decided = [row for row in await _events(store) if str(row["event"]).startswith("compact.")]
+        assert len(decided) == 1  # the idle call's event only
