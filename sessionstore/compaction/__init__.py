@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
     from ._message import Message
-    from ._normalize import ABORTED_OUTPUT, NormalizeReport, normalize
+    from ._normalize import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
     from ._observers import CompactionObserver
     from ._openai_summarizer import OpenAISummarizer
     from ._persist import CompactionResult
@@ -70,6 +70,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "summary_marker": ("._marker", "summary_marker"),
     "Message": ("._message", "Message"),
     "ABORTED_OUTPUT": ("._normalize", "ABORTED_OUTPUT"),
+    "HygieneScan": ("._normalize", "HygieneScan"),
     "NormalizeReport": ("._normalize", "NormalizeReport"),
     "normalize": ("._normalize", "normalize"),
     "CompactionObserver": ("._observers", "CompactionObserver"),
@@ -114,6 +115,7 @@ __all__ = [
     "CompactionResult",
     "DiffLine",
     "ExtractiveSummarizer",
+    "HygieneScan",
     "Layers",
     "Message",
     "NormalizeReport",

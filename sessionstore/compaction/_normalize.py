@@ -9,7 +9,7 @@ Inputs are never mutated: unchanged items are shared, changed ones are copied.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -17,6 +17,7 @@ from .._items import answered_call, calls_in, role_of
 
 __all__ = [
     "ABORTED_OUTPUT",
+    "HygieneScan",
     "NormalizeReport",
     "normalize",
 ]
@@ -55,9 +56,14 @@ class NormalizeReport:
         return bool(self.synthesized or self.dropped_outputs or self.dropped_calls)
 
 
-def normalize(items: Sequence[Mapping[str, Any]]) -> NormalizeReport:
-    """Strip private keys, drop orphan outputs, then give every unanswered call an output."""
-    if _already_clean(items):
+def normalize(
+    items: Sequence[Mapping[str, Any]], scan: HygieneScan | None = None
+) -> NormalizeReport:
+    """Strip private keys, drop orphan outputs, then give every unanswered call an output.
+
+    `scan` is `HygieneScan().extend(items)` when the caller kept it as its items grew (the
+    pre-flight does), so a clean input is not scanned again."""
+    if (HygieneScan().extend(items) if scan is None else scan).clean:
         return NormalizeReport(items=list(items))  # type: ignore[arg-type]  # plain dicts
     public = [_public(item) for item in items]
     kept, dropped_outputs = _remove_orphan_outputs(public)
@@ -70,24 +76,43 @@ def normalize(items: Sequence[Mapping[str, Any]]) -> NormalizeReport:
     )
 
 
-def _already_clean(items: Sequence[Mapping[str, Any]]) -> bool:
-    """One cheap pass for the common case: plain dicts, no `meta`, every call answered once
-    after it. Anything unusual (or merely unfamiliar) says no and takes the full repair path."""
-    pending: set[str] = set()
-    for item in items:
-        if type(item) is not dict or _PRIVATE_KEY in item:
-            return False
-        answered = answered_call(item)
-        if answered is not None:
-            if answered not in pending:
-                return False
-            pending.discard(answered)
-            continue
-        for call_id in calls_in(item):
-            if call_id in pending:
-                return False
-            pending.add(call_id)
-    return not pending
+@dataclass(frozen=True, slots=True)
+class HygieneScan:
+    """What one cheap pass learned about a list of items, kept so the list can grow without
+    being scanned again: whether everything so far was usual (plain dicts, no `meta`, every
+    output answering an earlier open call, no call id reused while open), and the calls still
+    open. Anything unusual (or merely unfamiliar) ends the fast path: `normalize` repairs."""
+
+    usual: bool = True
+    open_calls: frozenset[str] = frozenset()
+
+    @property
+    def clean(self) -> bool:
+        """Nothing to repair: usual, and every call answered."""
+        return self.usual and not self.open_calls
+
+    def extend(self, items: Iterable[Mapping[str, Any]]) -> HygieneScan:
+        """The scan of the scanned items followed by `items` (O(len(items)))."""
+        if not self.usual:
+            return self
+        pending = set(self.open_calls)
+        for item in items:
+            if type(item) is not dict or _PRIVATE_KEY in item:
+                return _UNUSUAL
+            answered = answered_call(item)
+            if answered is not None:
+                if answered not in pending:
+                    return _UNUSUAL
+                pending.discard(answered)
+                continue
+            for call_id in calls_in(item):
+                if call_id in pending:
+                    return _UNUSUAL
+                pending.add(call_id)
+        return HygieneScan(open_calls=frozenset(pending))
+
+
+_UNUSUAL: Final = HygieneScan(usual=False)
 
 
 def _public(item: Mapping[str, Any]) -> Item:

@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 from sessionstore._items import answered_call, calls_in
 from sessionstore.compaction._normalize import (
     ABORTED_OUTPUT,
+    HygieneScan,
     NormalizeReport,
     normalize,
 )
 from tests.support.histories import Item, call, chat_call, chat_out, output, user
+from tests.support.tool_histories import histories
 
 
 def aborted(call_id: str) -> Item:
@@ -132,46 +134,6 @@ def test_normalize_never_mutates_its_input() -> None:
 
 # ------------------------------------------------------------------------------ properties
 
-_RESPONSES_CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call", "computer_call")
-_RESPONSES_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
-
-
-@st.composite
-def histories(draw: st.DrawFn) -> list[Item]:
-    """Random interleavings of calls (unique ids), outputs (to known, unknown, repeated or later
-    ids) and plain items, in the Responses or Chat Completions format."""
-    chat = draw(st.booleans())
-    ids = [f"call_{n}" for n in range(draw(st.integers(0, 8)))]
-    calls: list[Item] = []
-    if chat:
-        remaining = list(ids)
-        while remaining:
-            take = draw(st.integers(1, len(remaining)))
-            calls.append(chat_call(*remaining[:take]))
-            remaining = remaining[take:]
-    else:
-        for call_id in ids:
-            kind = draw(st.sampled_from(_RESPONSES_CALL_TYPES))
-            calls.append({"type": kind, "call_id": call_id})
-    answer_ids = st.sampled_from([*ids, "ghost"]) if ids else st.just("ghost")
-    outputs = [
-        chat_out(call_id)
-        if chat
-        else {"type": draw(st.sampled_from(_RESPONSES_OUTPUT_TYPES)), "call_id": call_id}
-        for call_id in draw(st.lists(answer_ids, max_size=10))
-    ]
-    plain = [
-        user(f"m{n}", meta={"protected": True}) if draw(st.booleans()) else user(f"m{n}")
-        for n in range(draw(st.integers(0, 4)))
-    ]
-    if not chat:
-        plain.append({"type": "reasoning", "id": "rs", "summary": []})
-    # Interleave: calls keep their order, the rest go anywhere.
-    history = list(calls)
-    for item in [*outputs, *plain]:
-        history.insert(draw(st.integers(0, len(history))), item)
-    return history
-
 
 def _assert_well_paired(items: list[Item]) -> None:
     for index, item in enumerate(items):
@@ -235,3 +197,15 @@ def test_every_output_follows_its_call_and_every_call_is_answered(history: list[
     for index, item in enumerate(completed):
         for call_id in calls_in(item):
             assert call_id in [answered_call(other) for other in completed[index + 1 :]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.data())
+def test_a_scan_kept_as_items_arrive_is_the_one_pass_scan(
+    history: list[Item], data: st.DataObject
+) -> None:
+    cut = data.draw(st.integers(0, len(history)))
+    kept = HygieneScan().extend(history[:cut]).extend(history[cut:])
+    assert kept == HygieneScan().extend(history)
+    assert normalize(history, kept) == normalize(history)
+    assert kept.clean == (not normalize(history).changed and not any("meta" in i for i in history))
