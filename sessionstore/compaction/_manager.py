@@ -46,6 +46,7 @@ from ._persist import (
     tx_commit_compaction,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
+from ._preflight import PreflightDecision
 from ._prompts import resolve_strategy
 from ._summarizer import Summarizer, SummaryRequest
 from ._truncate import truncate_tool_output
@@ -255,42 +256,47 @@ class CompactionManager:
         unsaved_tokens: int = 0,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
-        deferred: list[Event] | None = None,
     ) -> bool:
         """The pre-flight every adapter runs before a model call; True if it compacted.
 
         The estimate is the stored context's running total (O(1)) plus what the caller
         holds unsaved, the instructions and the tool schemas; the decision is recorded
         (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
-        with room for what the call adds. After True, reload the stored context. With
-        `deferred`, an idle decision's events are added to it instead of written, for the
-        caller to store with its own next write (one transaction per model call).
+        with room for what the call adds. After True, reload the stored context.
         """
-        system, schema = self.fixed_costs.cost(self.estimator, instructions, list(tools))
+        decide = self.preflight_decision(
+            session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
+        )
         stored_tokens = await self.store.context_tokens(session_id)
-        t_est = stored_tokens + unsaved_tokens + system + schema
-        decision = self.decide(t_est)
+        decision = decide.decision(stored_tokens)
         if decision.triggered or self.config.record_idle_decisions:
-            breakdown = {
-                "system": system,
-                "tools_schema": schema,
-                "messages": stored_tokens + unsaved_tokens,
-            }
-            estimate = self.estimate_event(session_id, t_est, breakdown)
-            idle = [] if decision.triggered else [self.decision_event(session_id, decision)]
-            if deferred is not None and not decision.triggered:
-                deferred += [estimate, *idle]
-            else:
-                await self.store.record_events([estimate, *idle])
+            await self.store.record_events(decide.events(stored_tokens, decision))
         if not decision.triggered:
             return False
         outcome = await self.compact(
             session_id,
             trigger=decision.reason,
             note="preflight",
-            extra_tokens=unsaved_tokens + system + schema,
+            extra_tokens=decide.extra_tokens,
         )
         return outcome.compacted
+
+    def preflight_decision(
+        self,
+        session_id: str,
+        *,
+        unsaved_tokens: int = 0,
+        instructions: str | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> PreflightDecision:
+        """The pre-flight's decision as a function of the stored context's token total, so
+        the store can take it inside the model call's own record from the total it reads
+        there (`record_model_call(decide=...)`): no separate read, and a row another
+        process appended meanwhile is counted."""
+        system, schema = self.fixed_costs.cost(self.estimator, instructions, list(tools))
+        return PreflightDecision(
+            self, session_id, unsaved_tokens, system, schema, self.config.record_idle_decisions
+        )
 
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"

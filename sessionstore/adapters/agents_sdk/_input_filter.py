@@ -10,15 +10,15 @@ cleaned of orphan tool calls/outputs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
-from ... import Event
 from ...compaction import normalize
 from ._observer import watch_runs
-from ._tracking import current_run
+from ._tracking import RunTracking, current_run
 
 if TYPE_CHECKING:
     from ...compaction import CompactionManager
@@ -57,7 +57,11 @@ def input_filter(
 async def filter_model_input(
     manager: CompactionManager, data: CallModelData[Any]
 ) -> ModelInputData:
-    """The pre-flight step before a model call: estimate, maybe compact, rebuild, clean."""
+    """The pre-flight step before a model call: estimate, maybe compact, rebuild, clean.
+
+    Its cost grows with the items not seen before, not with the context: the stored total
+    is read (and the decision taken) in the transaction that records the call, and the
+    input's digest and hygiene come from the session's memo of earlier inputs."""
     items: list[Any] = list(data.model_data.input)
     instructions = data.model_data.instructions
     run = current_run(store_id=id(manager.store))
@@ -66,28 +70,45 @@ async def filter_model_input(
         return _model_input(items, instructions)
     unsaved = items[min(run.stored_prefix, len(items)) :]
     unsaved_tokens = sum(manager.estimator.count_item(item) for item in unsaved)
-    decided: list[Event] = []  # stored with the call's record: one write per model call
-    await manager.before_model_call(
-        run.session_id,
-        unsaved_tokens=unsaved_tokens,
-        instructions=instructions,
-        tools=tool_schemas(data.agent),
-        deferred=decided,
-    )
-    if run.compacted:  # marked by the run observer when the stored context was rewritten
-        items = [*await manager.store.load_context(run.session_id), *unsaved]
-    sent = _model_input(items, instructions)
+    tools = tool_schemas(data.agent)
     model = model_name(data.agent)
-    row_id = await manager.store.record_model_call(
+    record = partial(
+        manager.store.record_model_call,
         run.session_id,
-        sent.input,
         model=model,
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
-        events=decided,
     )
+    sent, digest = await _prepared(manager, run, items, unsaved, instructions)
+    decide = manager.preflight_decision(
+        run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
+    )
+    row_id = await record(sent.input, decide=decide, digest=digest)
+    if row_id is None:  # a trigger fired: compact first (that records the decision)
+        await manager.before_model_call(
+            run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
+        )
+        sent, digest = await _prepared(manager, run, items, unsaved, instructions)
+        row_id = await record(sent.input, digest=digest)
     run.pending_calls.append((row_id, model))
     return sent
+
+
+async def _prepared(
+    manager: CompactionManager,
+    run: RunTracking,
+    items: list[Any],
+    unsaved: list[Any],
+    instructions: str | None,
+) -> tuple[ModelInputData, str | None]:
+    """The input to send and its digest (None: the store computes it), cleaned with the
+    memo's hygiene scan; rebuilt from the store once the stored context was rewritten."""
+    if run.compacted:  # marked by the run observer when the stored context was rewritten
+        items = [*await manager.store.load_context(run.session_id), *unsaved]
+    memo = run.memo.advance(items)
+    cleaned = cast("list[TResponseInputItem]", normalize(items, memo.scan).items)
+    digest = memo.digest.hexdigest() if memo.scan.clean else None  # sent as it came
+    return ModelInputData(input=cleaned, instructions=instructions), digest
 
 
 def model_name(agent: Agent[Any]) -> str | None:

@@ -30,6 +30,7 @@ from ... import (
     check_session_id,
     item_list,
 )
+from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._tracking import current_run, track_load, track_save
 
@@ -107,6 +108,7 @@ class SQLSession:
             else SessionSettings()
         )
         self._owns_store = owns_store
+        self._memo = MemoSlot()  # the pre-flight's digest and hygiene of this session's inputs
         if manager is not None:
             watch_runs(manager)
 
@@ -155,7 +157,7 @@ class SQLSession:
             other = branch_session_id(self.session_id, _branch_name(branch_id))
             return await self.store.load_context(other, effective)  # type: ignore[return-value]
         items = await self.store.load_context(self.active_session_id, effective)
-        track_load(self.active_session_id, id(self.store), len(items))
+        track_load(self.active_session_id, id(self.store), len(items), self._memo)
         return items  # type: ignore[return-value]
 
     async def add_items(

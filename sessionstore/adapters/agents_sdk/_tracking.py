@@ -6,13 +6,16 @@ input from its own copy of the history. `SQLSession` records, in a context
 variable of the run's task, how many items it returned and how many were saved
 since; the input filter uses that to count only unsaved items (the stored part
 comes from the session's running total) and, once the stored context was
-compacted, to rebuild the input from the store.
+compacted, to rebuild the input from the store. The session's `MemoSlot` rides along,
+so the digest and hygiene of its inputs carry over from call to call and run to run.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+
+from ._input_memo import MemoSlot
 
 
 @dataclass
@@ -22,6 +25,7 @@ class RunTracking:
     session_id: str
     store_id: int  # id() of the SessionStore, so a filter never mixes up two stores
     history_len: int  # items get_items returned at the start of the run
+    memo: MemoSlot  # the session's: what earlier model inputs' digest and hygiene were
     saved: int = 0  # items add_items stored since
     compacted: bool = False  # the stored context changed under the SDK's copy
     # Model calls recorded by the input filter, (row id, model), awaiting their usage; and how
@@ -38,9 +42,9 @@ class RunTracking:
 _current: ContextVar[RunTracking | None] = ContextVar("sessionstore_run", default=None)
 
 
-def track_load(session_id: str, store_id: int, count: int) -> None:
+def track_load(session_id: str, store_id: int, count: int, memo: MemoSlot) -> None:
     """A session was loaded: a run (or a caller) starts from `count` stored items."""
-    _current.set(RunTracking(session_id, store_id, count))
+    _current.set(RunTracking(session_id, store_id, count, memo))
 
 
 def track_save(session_id: str, store_id: int, count: int) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from agents import Agent, RunConfig, Runner
@@ -13,6 +15,8 @@ from agents.usage import Usage
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from sessionstore import HistoryPoint, Price, SessionStore, SQLSession
+from sessionstore._model_calls import canonical_json, input_sha256
+from sessionstore.adapters.agents_sdk import _input_memo as input_memo
 from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager
 from tests.support.sdk_runs import get_weather
@@ -101,3 +105,27 @@ async def test_every_model_call_is_recorded_with_its_usage_and_cost(
             third.context_to_seq : third.context_to_seq + third.unsaved_items
         ]
         assert [*stored, *unsaved] == sent[2]
+
+
+async def test_each_item_is_digested_once_across_calls_and_runs(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoded: list[str] = []
+
+    def counted(item: Mapping[str, Any]) -> str:
+        encoded.append(canonical_json(item))
+        return encoded[-1]
+
+    monkeypatch.setattr(input_memo, "canonical_json", counted)
+    async with SessionStore(db_url, create_tables=True) as store:
+        manager = CompactionManager(CompactionConfig(store=store))
+        model = script()
+        agent = Agent(name="a", instructions="Be brief.", model=model, tools=[get_weather])
+        session = SQLSession("u", store)
+        config = RunConfig(call_model_input_filter=input_filter(manager))
+        for prompt in ("weather in Paris?", "what did I ask?"):
+            await Runner.run(agent, prompt, session=session, run_config=config)
+        sent = [json.loads(json.dumps(call.input)) for call in model.calls]
+        assert len(encoded) == len(sent[-1])  # the second run went on from the first's memo
+        calls = await store.model_calls("u")
+        assert [call.input_sha256 for call in calls] == [input_sha256(items) for items in sent]

@@ -1,0 +1,85 @@
+"""What the pre-flight learned about a model input, kept as the input grows.
+
+The SDK builds every model input anew: a fresh copy of the loaded history, then the run's
+items. Before each call we need the input's `input_sha256` and its hygiene scan; both
+stream, so they are kept for the items seen so far, with private copies of those items.
+When the next input starts with equal items (one comparison in C, ~0.06 ms at 2,200
+items) only the rest is encoded, hashed and scanned; anything else starts over, so a
+wrong memo can cost time but never change a digest. `==` cannot tell 1 from 1.0 or True,
+whose JSON differs: items holding numbers are also compared by their canonical JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._model_calls import InputDigest, canonical_json
+from ...compaction import HygieneScan
+
+
+@dataclass(frozen=True, slots=True)
+class InputMemo:
+    """The digest and hygiene scan of `seen`, private copies of the items of an input."""
+
+    seen: list[dict[str, Any]] = field(default_factory=list)
+    digest: InputDigest = field(default_factory=InputDigest)
+    scan: HygieneScan = field(default_factory=HygieneScan)
+    numeric: Mapping[int, str] = field(default_factory=dict)  # index -> canonical JSON
+
+    def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
+        """The memo of `items`: this one extended if they start with its items, else anew."""
+        if self._prefix_of(items):
+            return self._extended(items[len(self.seen) :])
+        return InputMemo()._extended(items)
+
+    def _prefix_of(self, items: Sequence[Mapping[str, Any]]) -> bool:
+        known = len(self.seen)
+        return (
+            len(items) >= known
+            and items[:known] == self.seen
+            and all(canonical_json(items[index]) == text for index, text in self.numeric.items())
+        )
+
+    def _extended(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
+        if not items:
+            return self
+        seen = list(self.seen)
+        digest = self.digest.copy()
+        numeric = dict(self.numeric)
+        for item in items:
+            text = canonical_json(item)  # raises for what JSON cannot hold, as input_sha256 does
+            digest.add(text)
+            copy: dict[str, Any] = json.loads(text)
+            if _holds_numbers(copy):
+                numeric[len(seen)] = text
+            seen.append(copy)
+        return InputMemo(seen, digest, self.scan.extend(items), numeric)
+
+
+def _holds_numbers(value: object) -> bool:
+    """True if a decoded JSON value holds a number or a boolean anywhere."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            stack.extend(node.values())
+        elif type(node) is list:
+            stack.extend(node)
+        elif node is not None and type(node) is not str:
+            return True
+    return False
+
+
+class MemoSlot:
+    """Where a session keeps its memo between model calls and runs (swapped, not mutated,
+    so runs of one session in two tasks at worst start over)."""
+
+    def __init__(self) -> None:
+        self.memo = InputMemo()
+
+    def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
+        self.memo = self.memo.advance(items)
+        return self.memo

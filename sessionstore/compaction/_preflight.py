@@ -1,0 +1,68 @@
+"""The pre-flight's trigger decision as a function of the stored context's token total.
+
+The estimate of a model call is the stored total plus what the caller adds (unsaved
+items, instructions, tool schemas). Kept as a function of the stored total, the decision
+can be taken inside the transaction that records the call, from the total it reads there:
+no separate read before it, and rows another process appended meanwhile are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .._events import Event
+from ._policy import TriggerDecision
+
+
+class Decider(Protocol):
+    """What of the manager a decision uses (its policy, window and event shapes)."""
+
+    def decide(self, t_est: int) -> TriggerDecision: ...
+
+    def estimate_event(
+        self, session_id: str, t_est: int, breakdown: Mapping[str, int]
+    ) -> Event: ...
+
+    def decision_event(self, session_id: str, decision: TriggerDecision, **extra: Any) -> Event: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightDecision:
+    """One model call's decision, waiting for the stored total."""
+
+    manager: Decider
+    session_id: str
+    unsaved_tokens: int
+    system_tokens: int
+    schema_tokens: int
+    record_idle: bool  # store below-threshold decisions too
+
+    @property
+    def extra_tokens(self) -> int:
+        """What the call adds to the stored context."""
+        return self.unsaved_tokens + self.system_tokens + self.schema_tokens
+
+    def decision(self, stored_tokens: int) -> TriggerDecision:
+        return self.manager.decide(stored_tokens + self.extra_tokens)
+
+    def events(self, stored_tokens: int, decision: TriggerDecision) -> list[Event]:
+        """The estimate, and for an idle decision the decision (a compaction records its own)."""
+        breakdown = {
+            "system": self.system_tokens,
+            "tools_schema": self.schema_tokens,
+            "messages": stored_tokens + self.unsaved_tokens,
+        }
+        estimate = self.manager.estimate_event(self.session_id, decision.t_est, breakdown)
+        if decision.triggered:
+            return [estimate]
+        return [estimate, self.manager.decision_event(self.session_id, decision)]
+
+    def __call__(self, stored_tokens: int) -> list[Event] | None:
+        """An idle call's events to store with it (none if idle decisions are not
+        recorded), or None when a trigger fires: the session must compact first."""
+        decision = self.decision(stored_tokens)
+        if decision.triggered:
+            return None
+        return self.events(stored_tokens, decision) if self.record_idle else []
