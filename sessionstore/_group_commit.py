@@ -3,9 +3,10 @@
 SQLite has one writer, and with `synchronous=FULL` every COMMIT waits for the disk. When
 many sessions append at once, their appends queue on the store's writer thread anyway;
 this runs everything queued in one BEGIN IMMEDIATE ... COMMIT, each caller's batch in a
-SAVEPOINT of its own: a failing batch rolls back alone and fails only its caller, the
-others commit together, and nobody hears of success before the COMMIT is durable. A
-lone writer finds nobody queued and runs exactly as before (no savepoint, no waiting).
+SAVEPOINT of its own when one fails (the transaction is replayed that way): a failing batch
+rolls back alone and fails only its caller, the others commit together, and nobody hears of
+success before the COMMIT is durable. A lone writer finds nobody queued and runs exactly as
+before (no waiting).
 """
 
 from __future__ import annotations
@@ -72,10 +73,12 @@ class GroupCommit(Generic[_T]):
         except BaseException as error:
             _fail(jobs, error)
             return
-        if len(jobs) == 1:  # alone: no savepoint, exactly the plain transaction
+        if len(jobs) == 1:  # alone: exactly the plain transaction
             self._run_alone(raw, jobs[0])
             return
-        settles = [self._run_in_savepoint(raw, job) for job in jobs]
+        settles = self._run_together(raw, jobs)
+        if settles is None:
+            return
         try:
             with self._translated():
                 raw.execute("COMMIT")
@@ -98,6 +101,34 @@ class GroupCommit(Generic[_T]):
             job.outcome.set_exception(error)
             return
         job.outcome.set_result(value)
+
+    def _run_together(
+        self, raw: sqlite3.Connection, jobs: list[_Job[_T]]
+    ) -> list[Callable[[], None]] | None:
+        """Run the jobs in the open transaction; how to settle each once it commits (None:
+        all failed, settled already). Optimistic: no savepoint per job (two statements each)
+        unless one fails; then everything is rolled back and replayed, each job in a
+        savepoint of its own, so only the failing one fails."""
+        try:
+            with self._translated():
+                values = [self._fn(raw, *job.args) for job in jobs]
+        except Exception:
+            try:
+                with self._translated():
+                    raw.execute("ROLLBACK")
+                    raw.execute("BEGIN IMMEDIATE")
+            except BaseException as error:
+                _fail(jobs, error)
+                return None
+            return [self._run_in_savepoint(raw, job) for job in jobs]
+        except BaseException as error:  # interrupted: nobody's writes may commit
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+            _fail(jobs, error)
+            return None
+        return [
+            partial(job.outcome.set_result, value) for job, value in zip(jobs, values, strict=True)
+        ]
 
     def _run_in_savepoint(self, raw: sqlite3.Connection, job: _Job[_T]) -> Callable[[], None]:
         """One job of a shared transaction: its failure rolls back only its own writes.

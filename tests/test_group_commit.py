@@ -74,6 +74,34 @@ async def test_64_writers_with_failing_batches_lose_nothing_and_share_commits(
         assert database._appends.transactions < appends  # batched: fewer commits than appends
 
 
+async def test_one_refused_batch_among_queued_ones_fails_alone_in_their_shared_commit(
+    sqlite_url: str,
+) -> None:
+    """Batches queued behind a busy writer share one transaction; the refused one in their
+    midst fails alone (the transaction is replayed with a savepoint per batch)."""
+    async with SessionStore(sqlite_url) as store:
+        await store.ensure_ready()
+        database = store.database
+        assert isinstance(database, SQLiteDatabase)
+        gate = threading.Event()
+        busy = asyncio.ensure_future(database.write(lambda conn: gate.wait(30)))
+        await asyncio.sleep(0.05)  # the writer thread is now held by the gated write
+        before = database._appends.transactions
+        calls = [store.append(f"q{n}", _turn(n, 0)) for n in range(3)]
+        calls.insert(1, database.append_batch(_broken_batch("q-poison"), store.session_keys))
+        outcomes = asyncio.gather(*calls, return_exceptions=True)
+        await asyncio.sleep(0.05)  # all four are queued behind the gate
+        gate.set()
+        first, refused, second, third = await outcomes
+        await busy
+        assert isinstance(refused, StoreError)
+        assert [first, second, third] == [[1, 2], [1, 2], [1, 2]]
+        assert database._appends.transactions == before + 1  # one shared commit
+        for n in range(3):
+            assert [row.item for row in await store.history(f"q{n}")] == _turn(n, 0)
+        assert await store.history("q-poison") == []
+
+
 def test_writers_in_threads_share_commits_and_keep_every_invariant(sqlite_url: str) -> None:
     store = SessionStore(sqlite_url)
 
