@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
@@ -155,8 +157,47 @@ def _hand_over(
     loop: asyncio.AbstractEventLoop, outcome: asyncio.Future[_T], done: Future[_T]
 ) -> None:
     """On the worker thread: pass the finished job's outcome to the loop."""
-    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody awaits it
-        loop.call_soon_threadsafe(_settle, outcome, done)
+    bell = _doorbells.get(loop)
+    if bell is None:
+        with _doorbells_lock:
+            bell = _doorbells.setdefault(loop, _Doorbell(loop))
+    bell.ring(outcome, done)
+
+
+class _Doorbell:
+    """Outcomes finished on worker threads, handed to one loop in one wake-up: a group commit
+    settles many appends at once, and every `call_soon_threadsafe` is a write to the loop's
+    self-pipe (a system call) and a pass of the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)  # the registry's key: a strong one would keep it alive
+        self._mutex = threading.Lock()
+        self._ready: list[tuple[asyncio.Future[Any], Future[Any]]] = []
+
+    def ring(self, outcome: asyncio.Future[Any], done: Future[Any]) -> None:
+        with self._mutex:
+            self._ready.append((outcome, done))
+            if len(self._ready) > 1:  # already rung: the loop will take this one too
+                return
+        loop = self._loop()
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: nobody awaits these
+                loop.call_soon_threadsafe(self._answer)
+                return
+        with self._mutex:
+            self._ready.clear()
+
+    def _answer(self) -> None:
+        with self._mutex:
+            ready, self._ready = self._ready, []
+        for outcome, done in ready:
+            _settle(outcome, done)
+
+
+_doorbells: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Doorbell] = (
+    weakref.WeakKeyDictionary()
+)
+_doorbells_lock = threading.Lock()
 
 
 def _settle(outcome: asyncio.Future[_T], done: Future[_T] | asyncio.Future[_T]) -> None:
