@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -66,6 +67,7 @@ async def test_terminated_backends_lose_nothing_acknowledged_and_duplicate_nothi
     store = SessionStore(pg_url, timeout_s=10)
     await store.ensure_ready()
     outcomes = Counter[str]()
+    run = uuid.uuid4().hex[:8]  # pg_url is shared by the tests of this worker
 
     async def writer(w: int) -> None:
         for k in range(APPENDS):
@@ -73,7 +75,7 @@ async def test_terminated_backends_lose_nothing_acknowledged_and_duplicate_nothi
             token = None
             for _ in range(MAX_ATTEMPTS):
                 try:
-                    await store.append(f"w{w}", [item, {**item, "n": 2}], token=token)
+                    await store.append(f"{run}-w{w}", [item, {**item, "n": 2}], token=token)
                     break
                 except StoreUnavailableError as error:
                     outcomes["known" if error.outcome_known else "unknown"] += 1
@@ -88,7 +90,7 @@ async def test_terminated_backends_lose_nothing_acknowledged_and_duplicate_nothi
         await asyncio.gather(*(writer(w) for w in range(WRITERS)))
     assert killed["backends"] > 0 and sum(outcomes.values()) > 0  # the storm really happened
     for w in range(WRITERS):
-        rows = await store.history(f"w{w}")
+        rows = await store.history(f"{run}-w{w}")
         assert [row.seq for row in rows] == list(range(1, 2 * APPENDS + 1))  # gapless
         assert _texts(rows) == [f"{w}:{k}" for k in range(APPENDS) for _ in (1, 2)]
     await store.close()
@@ -101,9 +103,10 @@ async def test_sqlsession_retries_an_unknown_outcome_once_and_never_duplicates(
     await store.ensure_ready()
     acknowledged: dict[int, list[str]] = {w: [] for w in range(WRITERS)}
     failed = Counter[bool]()
+    run = uuid.uuid4().hex[:8]  # pg_url is shared by the tests of this worker
 
     async def writer(w: int) -> None:
-        session = SQLSession(f"s{w}", store)
+        session = SQLSession(f"{run}-s{w}", store)
         for k in range(APPENDS):
             try:
                 await session.add_items([{"role": "user", "content": f"{w}:{k}"}])
@@ -114,7 +117,7 @@ async def test_sqlsession_retries_an_unknown_outcome_once_and_never_duplicates(
     async with _terminating_backends(pg_url):
         await asyncio.gather(*(writer(w) for w in range(WRITERS)))
     for w in range(WRITERS):
-        stored = _texts(await store.history(f"s{w}"))
+        stored = _texts(await store.history(f"{run}-s{w}"))
         assert len(stored) == len(set(stored))  # nothing twice
         assert set(acknowledged[w]) <= set(stored)  # everything acknowledged is there
         assert stored == sorted(stored, key=lambda text: int(text.split(":")[1]))  # in order
