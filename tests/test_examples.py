@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -316,3 +317,37 @@ def test_the_examples_share_the_default_database_and_run_again(tmp_path: Path) -
     sessions = {row["session_id"] for row in json.loads(listed.stdout)}
     expected = {"user-42", "minimal-demo", "research", "alice-trip", "bob-billing"}
     assert expected <= sessions
+
+
+def _tenant_routing_stores(tmp_path: Path, urls: list[str]) -> dict[str, list[str]]:
+    """Run the tenant routing example twice; each tenant's stored conversation."""
+    for _ in range(2):  # a second run starts over: same output
+        result = _run("tenant_routing.py", tmp_path, *urls)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            "refused: no store for tenant 'initech': run with context=Tenant(...)",
+            "acme: We sell rockets. | Noted: rockets.",
+            "globex: We sell anvils. | Noted: anvils.",
+        ]
+    found = {}
+    for tenant, url in zip(("acme", "globex"), urls, strict=True):
+        store = SessionStore(url)
+        found[tenant] = [text_of(item) for item in asyncio.run(store.load_context("support-chat"))]
+        asyncio.run(store.close())
+    return found
+
+
+def test_tenant_routing_keeps_each_tenant_in_its_own_sqlite_file(tmp_path: Path) -> None:
+    urls = [f"sqlite:///{tmp_path / 'acme.db'}", f"sqlite:///{tmp_path / 'globex.db'}"]
+    assert _tenant_routing_stores(tmp_path, urls) == {
+        "acme": ["We sell rockets.", "Noted: rockets."],
+        "globex": ["We sell anvils.", "Noted: anvils."],
+    }
+
+
+def test_tenant_routing_on_two_postgresql_databases(
+    tmp_path: Path, pg_url: str, fresh_pg_url: str
+) -> None:
+    stored = _tenant_routing_stores(tmp_path, [pg_url, fresh_pg_url])
+    assert stored["acme"] == ["We sell rockets.", "Noted: rockets."]
+    assert stored["globex"] == ["We sell anvils.", "Noted: anvils."]
