@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from ._append_only import register as register_maintenance
+from ._call_record import CallRecord, pg_record_call, sqlite_record_call
 from ._driver_errors import is_connection_lost, translate
 from ._errors import (
     DatabaseNotFoundError,
@@ -237,6 +238,12 @@ class Database(Protocol):
         a batch in one transaction; its seqs."""
         ...
 
+    async def record_call(self, record: CallRecord) -> int | None:
+        """The pre-flight's write: record a model call with the events its decision (taken
+        from the stored total, under the session's lock) returns; its id (None: decided
+        against, nothing written)."""
+        ...
+
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
         context, payloads as JSON text, in one statement; `lineage` includes the rows a
@@ -294,6 +301,13 @@ class SQLiteDatabase:
             self._writer,
             self._writer_driver_connection,
             sqlite_append,
+            partial(self._translated, writing=True),
+        )
+        # So do model calls' records (a job of their own kind: they add no messages rows).
+        self._records: GroupCommit[int | None] = GroupCommit(
+            self._writer,
+            self._writer_driver_connection,
+            sqlite_record_call,
             partial(self._translated, writing=True),
         )
         # The full-text index is brought up to date off the append path (migration 0014).
@@ -369,6 +383,10 @@ class SQLiteDatabase:
         seqs = await outcome_of(self._appends.submit(batch, keys))
         self._indexer.wrote(batch.session_id, len(seqs))
         return seqs
+
+    async def record_call(self, record: CallRecord) -> int | None:
+        check_writable(self.read_only, self._where)
+        return await outcome_of(self._records.submit(record))
 
     def _index_on_writer(self, sessions: set[str] | None) -> int:
         """On the writer thread: index what `sessions` (every session: None) left pending."""
@@ -538,6 +556,9 @@ class PostgresDatabase:
         # Session state (last_seq, chain head, keys) as this store's appends left it: an
         # append against it is one round trip while nobody else wrote the session.
         self._sessions: dict[str, dict[str, Any]] = {}
+        # Each session's context_tokens as this store last saw them: a model call's record
+        # decided from it is one round trip while nobody else changed the session.
+        self._totals: dict[str, int] = {}
         self._loops: PerLoop[_PostgresLoopState] = PerLoop(
             lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings),
             _PostgresLoopState.close,
@@ -638,11 +659,22 @@ class PostgresDatabase:
                     self._sessions.clear()
                 known = {name: chained[name] for name in STATE_NAMES if name in chained}
                 self._sessions[sid] = {**state, **known, "last_seq": seqs[-1]}
+                if sid in self._totals:
+                    self._totals[sid] += sum(batch.counts)
                 return seqs
         raise StoreError(
             f"session {sid!r} kept moving under {_APPEND_ATTEMPTS} attempts to append to it "
             "(other writers appended each time); nothing was written, try again"
         )
+
+    async def record_call(self, record: CallRecord) -> int | None:
+        check_writable(self.read_only, self._where)
+        sid = record.session_id
+        row_id, total = await pg_record_call(self.fetch_statement, record, self._totals.get(sid))
+        if len(self._totals) >= _KNOWN_SESSIONS:
+            self._totals.clear()
+        self._totals[sid] = total
+        return row_id
 
     async def _session_state(self, session_id: str) -> dict[str, Any]:
         rows = await self.fetch_statement(PG_SESSION_STATE_SQL, session_id)

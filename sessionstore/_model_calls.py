@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -18,16 +18,16 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ._schema import events, model_calls
-from ._session_sql import lock_session
+from ._schema import model_calls
 
 _c: Final = model_calls.c
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
-_NEXT_CALL: Final = sa.select(sa.func.coalesce(sa.func.max(_c.call), 0) + 1).where(
+# The session's next call number (constants inline: `sid` is its only parameter).
+_ZERO, _ONE = sa.literal_column("0", sa.Integer), sa.literal_column("1", sa.Integer)
+NEXT_CALL: Final = sa.select(sa.func.coalesce(sa.func.max(_c.call), _ZERO) + _ONE).where(
     _c.session_id == _sid
 )
 _CALLS: Final = sa.select(model_calls).where(_c.session_id == _sid).order_by(_c.call)
-_INSERT_EVENTS: Final = events.insert()
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
@@ -102,48 +102,6 @@ def canonical_json(item: Mapping[str, Any]) -> str:
     return _ENCODER.encode(item)
 
 
-# The pre-flight's decision taken inside the call's transaction from the stored total it
-# read there: the events to store with the call, or None to record nothing (it compacts).
-Decide = Callable[[int], Sequence[dict[str, Any]] | None]
-
-
-def tx_record_call(
-    conn: Connection,
-    session_id: str,
-    *,
-    model: str | None,
-    input_items: int,
-    unsaved_items: int,
-    unsaved_tokens: int,
-    digest: str,
-    decide: Decide,
-) -> int | None:
-    """Record a call about to go out with the event rows `decide` returns for the stored
-    total (one lock, one insert); None, with nothing written, if it returns None. Usage is
-    attached later."""
-    session = lock_session(conn, session_id)
-    stored = 0 if session is None else int(session.context_tokens)
-    event_rows = decide(stored)
-    if event_rows is None:
-        return None
-    values: dict[str, Any] = {
-        "session_id": session_id,
-        "call": _NEXT_CALL.scalar_subquery(),  # after the lock: no other call takes it
-        "model": model,
-        "unsaved_items": unsaved_items,
-        "input_items": input_items,
-        "input_tokens_est": unsaved_tokens + stored,
-        "input_sha256": digest,
-    }
-    if session is not None:
-        values["context_from_seq"] = session.context_start_seq
-        values["context_to_seq"] = session.last_seq
-    if event_rows:
-        conn.execute(_INSERT_EVENTS, list(event_rows))
-    insert = model_calls.insert().values(**values).returning(_c.id)
-    return int(conn.execute(insert, {"sid": session_id}).scalar_one())
-
-
 def usage_values(usage: CallUsage, cost: float | None) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
@@ -168,7 +126,7 @@ def tx_attach_usage(
             model_calls.update().where(_c.id == row_id).values(**usage_values(usage, cost))
         )
     for usage, cost in unmatched:
-        call = conn.execute(_NEXT_CALL, {"sid": session_id}).scalar_one()
+        call = conn.execute(NEXT_CALL, {"sid": session_id}).scalar_one()
         conn.execute(
             model_calls.insert().values(
                 session_id=session_id, call=call, model=model, **usage_values(usage, cost)

@@ -36,6 +36,7 @@ from ._arguments import (
     item_list,
 )
 from ._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
+from ._call_record import CallRecord
 from ._crypto import Keyring
 from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
 from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
@@ -61,7 +62,6 @@ from ._model_calls import (
     input_sha256,
     tx_attach_usage,
     tx_calls,
-    tx_record_call,
     tx_usage,
     usage_by_turn,
 )
@@ -930,6 +930,9 @@ class SessionStore:
         records nothing and returns None. `digest` is the items' `input_sha256` when the
         caller kept it as its input grew (the SDK adapter does)."""
         check_session_id(session_id)
+        # allow_none=False: never None (`or 0` only tells the type checker)
+        unsaved_items = check_non_negative("unsaved_items", unsaved_items, allow_none=False) or 0
+        unsaved_tokens = check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False) or 0
         items = item_list(items)
         if digest is None and rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:
             digest = await asyncio.to_thread(input_sha256, items)  # never stall the event loop
@@ -942,18 +945,19 @@ class SessionStore:
             chosen = events if decide is None else decide(stored_tokens)
             if chosen is None:
                 return None
-            published[:] = self.redacted(chosen)  # a retried transaction decides again
+            published[:] = self.redacted(chosen)  # a retried record decides again
             return [event.row() for event in published]
 
-        row_id = await self.database.write(
-            tx_record_call,
-            session_id,
-            model=model,
-            input_items=len(items),
-            unsaved_items=check_non_negative("unsaved_items", unsaved_items, allow_none=False),
-            unsaved_tokens=check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False),
-            digest=digest,
-            decide=decided,
+        row_id = await self.database.record_call(
+            CallRecord(
+                session_id,
+                model=model,
+                input_items=len(items),
+                unsaved_items=unsaved_items,
+                unsaved_tokens=unsaved_tokens,
+                digest=digest,
+                decide=decided,
+            )
         )
         self.publish(published)
         return row_id

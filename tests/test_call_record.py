@@ -1,0 +1,150 @@
+"""A model call's record, the pre-flight's driver-level write, on both backends: the decision
+is taken from the stored total (whoever changed it), call numbers stay gapless under
+concurrent records, a decision against recording writes nothing, and events are stored
+redacted and exactly as the store's other event writes store them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from sessionstore import Event, SessionStore
+from tests.support.cli import SECRET
+from tests.support.histories import assistant, user
+
+Decide = Callable[[int], list[Event] | None]
+
+
+def estimate_below(limit: int, seen: list[int]) -> Decide:
+    """Record (with one estimate event naming the total) below `limit`; None at or above."""
+
+    def decide(stored: int) -> list[Event] | None:
+        seen.append(stored)
+        if stored >= limit:
+            return None
+        return [Event("compact.token_estimate", "s", fields={"t_est": stored, "triggered": False})]
+
+    return decide
+
+
+async def _rows(store: SessionStore, sql: str) -> list[dict[str, Any]]:
+    async with store.engine.connect() as conn:
+        return [dict(row._mapping) for row in await conn.execute(sa.text(sql))]
+
+
+@pytest.fixture
+async def two_stores(db_url: str) -> AsyncIterator[tuple[SessionStore, SessionStore]]:
+    """A store and another process's store on the same database, session "s" begun."""
+    async with (
+        SessionStore(db_url, create_tables=True) as store,
+        SessionStore(db_url) as other_process,
+    ):
+        await store.append("s", [user("hi")])
+        yield store, other_process
+
+
+async def test_concurrent_records_of_one_session_number_calls_without_gaps(
+    two_stores: tuple[SessionStore, SessionStore],
+) -> None:
+    store, other_process = two_stores
+    seen: list[int] = []
+    ids = await asyncio.gather(
+        *(
+            writer.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
+            for _ in range(12)
+            for writer in (store, other_process)
+        )
+    )
+    calls = await store.model_calls("s")
+    assert [call.call for call in calls] == list(range(1, 25))
+    assert len(set(ids)) == 24 and None not in ids
+    estimates = await _rows(store, "SELECT event FROM events WHERE event LIKE 'compact.%'")
+    assert len(estimates) == 24  # one per recorded call: retried decisions stored nothing
+
+
+async def test_a_decision_against_recording_writes_nothing(db_url: str) -> None:
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s", [user("hi")])
+        total = await store.context_tokens("s")
+        seen: list[int] = []
+        assert (
+            await store.record_model_call("s", [user("hi")], decide=estimate_below(0, seen)) is None
+        )
+        assert seen[-1] == total
+        assert await store.model_calls("s") == []
+        assert await _rows(store, "SELECT id FROM events WHERE event LIKE 'compact.%'") == []
+
+
+async def test_the_total_is_read_again_when_another_store_changed_it(
+    two_stores: tuple[SessionStore, SessionStore],
+) -> None:
+    store, other_process = two_stores
+    seen: list[int] = []
+    await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
+    await other_process.append("s", [assistant("a reply stored by someone else")])
+    grown = await store.context_tokens("s")
+    row_id = await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
+    assert row_id is not None and seen[-1] == grown
+    # Below its limit before the other process's row, at it after: decided against.
+    assert await store.record_model_call("s", [], decide=estimate_below(grown, seen)) is None
+    assert seen[-1] == grown
+    await other_process.clear("s")  # the total drops: a stale total must not decide against
+    assert await store.record_model_call("s", [], decide=estimate_below(grown, seen))
+    assert seen[-1] == 0
+    calls = await store.model_calls("s")
+    assert [call.input_tokens_est for call in calls] == [seen[0], grown, 0]
+    stored = await _rows(store, "SELECT t_est FROM events WHERE event LIKE 'compact.%' ORDER BY id")
+    assert [row["t_est"] for row in stored] == [seen[0], grown, 0]  # only what was recorded
+
+
+async def test_own_appends_keep_the_record_one_statement_on_postgresql(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite records on its writer thread, under the write lock")
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s", [user("hi")])
+        seen: list[int] = []
+        await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
+        await store.append("s", [assistant("hello")])
+        statements: list[str] = []
+        fetch = store.database.fetch_statement  # type: ignore[union-attr]
+
+        async def counted(sql: str, *args: Any, writing: bool = False) -> Any:
+            statements.append(sql)
+            return await fetch(sql, *args, writing=writing)
+
+        monkeypatch.setattr(store.database, "fetch_statement", counted)
+        await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
+        assert len(statements) == 1 and seen[-1] == await store.context_tokens("s")
+
+
+async def test_events_are_stored_redacted_and_as_the_other_event_writes_store_them(
+    db_url: str,
+) -> None:
+    fields = {
+        "note": f"key {SECRET}",
+        "t_est": 7,
+        "max": 9,
+        "triggered": True,
+        "compression_ratio": 0.5,
+    }
+    ts = datetime(2026, 11, 26, 1, 2, 3, 456789, tzinfo=UTC)
+    decision = Event("compact.trigger_decision", "s", severity="warn", fields=fields, ts=ts)
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s", [user("hi")])
+        await store.record_model_call("s", [user("hi")], decide=lambda stored: [decision])
+        await store.record_events([decision])
+        recorded, written = await _rows(
+            store, "SELECT * FROM events WHERE event = 'compact.trigger_decision' ORDER BY id"
+        )
+    assert SECRET not in json.dumps(recorded, default=str)
+    assert {**recorded, "id": None} == {**written, "id": None}
+    assert recorded["triggered"] and (recorded["t_est"], recorded["max_tokens"]) == (7, 9)
+    assert recorded["compression_ratio"] == 0.5 and recorded["severity"] == "warn"
