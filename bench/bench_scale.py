@@ -204,8 +204,10 @@ async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
     filled = [f"fill-{i}" for i in range(sessions)]
     fill_s: dict[str, float] = {}
     for s in sized:
-        for sid in empty_load + empty_append:
-            await s.empty.add_items(sid, BATCH)
+        # Written as the full table is (FILL_WRITERS at a time), so both leave the store's
+        # pool in the same state: SQLAlchemySession timed 1.3x slower on the database it had
+        # used one connection at a time.
+        await _fill(s.empty.add_items, empty_load + empty_append)
         fill_s[s.full.name] = await _fill(s.fill, filled)
         print(f"  filled {s.full.name}: {fill_s[s.full.name]:.1f} s", flush=True)
     step = sessions // (2 * PROBES)  # probes spread evenly over the filled sessions
