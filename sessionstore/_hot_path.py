@@ -303,34 +303,17 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
 
 
 def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
-    """The rows in HOT_COLUMNS order."""
-    for offset, (info, count, payload, sealed, body, digest) in enumerate(
-        zip(
-            batch.infos,
-            batch.counts,
-            prepared.payloads,
-            prepared.sealed,
-            prepared.bodies,
-            prepared.digests,
-            strict=True,
-        )
+    """The rows in HOT_COLUMNS order: the batch's own columns with the prepared payload (None
+    once sealed), then the sealed payload, the batch token, the payload digest and digest."""
+    for row, payload, sealed, body, digest in zip(
+        batch.rows(first),
+        prepared.payloads,
+        prepared.sealed,
+        prepared.bodies,
+        prepared.digests,
+        strict=True,
     ):
-        yield (
-            batch.session_id,
-            first + offset,
-            KIND_ITEM,
-            info.role,
-            info.item_type,
-            info.tool_name,
-            info.call_id,
-            count,
-            batch.protected or info.protected,
-            payload,
-            sealed,
-            None if offset else batch.token,
-            body,
-            digest,
-        )
+        yield (*row[:9], payload, sealed, row[10], body, digest)
 
 
 def sqlite_active_rows(
