@@ -1,7 +1,7 @@
 """Scale: ours vs the SDK's SQLiteSession and SQLAlchemySession, SQLite and PostgreSQL, one run.
 
-    python bench/bench_scale.py                  # full run, 1,000,000-row tables (~10 min)
-    python bench/bench_scale.py --quick          # smoke run, 100,000-row tables (< 2 min)
+    python bench/bench_scale.py                  # 1,000,000-row tables: 5-12 min on 2 cores
+    python bench/bench_scale.py --quick          # 100,000-row tables, fewer turns: 1-2 min
     python bench/bench_scale.py --rows 300000 --backends sqlite
 
 1. Concurrent sessions: 1, 16 and 64 agents each append turns (4 items) to their own
