@@ -77,8 +77,13 @@ def _is_protected(rows: Sequence[StoredRow], policy: CompactionPolicy) -> bool:
 
 
 def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Unit]:
-    """Group visible rows into units (see the module docstring), in seq order."""
-    groups: list[list[StoredRow]] = []
+    """Group visible rows into units (see the module docstring), in seq order.
+
+    A unit's rows are a tuple from the start; only a tool unit, which later outputs join,
+    is a list until the end: a compaction groups 10,000 rows, and every object that lives
+    through it adds to what the garbage collector walks.
+    """
+    groups: list[tuple[StoredRow, ...] | list[StoredRow]] = []
     kinds: list[UnitKind] = []
     pairs: list[int] = []
     unit_of_call: dict[str, int] = {}
@@ -90,7 +95,9 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
             continue
         answered = answered_call(item)
         if answered is not None and answered in unit_of_call:
-            groups[unit_of_call[answered]].append(row)
+            tools = groups[unit_of_call[answered]]
+            assert isinstance(tools, list)
+            tools.append(row)
             continue
         calls = calls_in(item)
         kind: UnitKind
@@ -104,28 +111,34 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
             kind = "other"
         for call_id in calls:
             unit_of_call[call_id] = len(groups)
-        groups.append([*reasoning, row])
+        group = (*reasoning, row) if reasoning else (row,)
+        groups.append(list(group) if calls else group)
         kinds.append(kind)
         pairs.append(len(calls))
-        reasoning = []
+        if reasoning:
+            reasoning = []
     if reasoning:
-        groups.append(reasoning)
+        groups.append(tuple(reasoning))
         kinds.append("other")
         pairs.append(0)
-    units = []
-    for group, kind, count in zip(groups, kinds, pairs, strict=True):
-        lead = _item(group[-1]) if kind != "tools" else _item(group[0])
-        units.append(
-            Unit(
-                rows=tuple(group),
-                kind=kind,
-                role=role_of(lead) if kind == "message" else None,
-                pairs=count,
-                protected=kind != "summary" and _is_protected(group, policy),
-                aborted=any(TURN_ABORTED in text_of(_item(row)) for row in group),
-            )
-        )
-    return units
+    return [
+        _unit(group if isinstance(group, tuple) else tuple(group), kind, count, policy)
+        for group, kind, count in zip(groups, kinds, pairs, strict=True)
+    ]
+
+
+def _unit(
+    rows: tuple[StoredRow, ...], kind: UnitKind, pairs: int, policy: CompactionPolicy
+) -> Unit:
+    lead = _item(rows[-1]) if kind != "tools" else _item(rows[0])
+    return Unit(
+        rows=rows,
+        kind=kind,
+        role=role_of(lead) if kind == "message" else None,
+        pairs=pairs,
+        protected=kind != "summary" and _is_protected(rows, policy),
+        aborted=any(TURN_ABORTED in text_of(_item(row)) for row in rows),
+    )
 
 
 @dataclass(frozen=True, slots=True)
