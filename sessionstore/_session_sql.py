@@ -12,7 +12,7 @@ from typing import Any, Final, TypeAlias
 
 import sqlalchemy as sa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection, Result, Row
 
 from ._items import encode_payload
 from ._payload_sealing import SessionKeys, seal_payload
@@ -70,7 +70,7 @@ def stored_rows(
     """Stored rows from rows of ROW_COLUMNS, their payloads unsealed as needed and parsed in
     one call (a compaction reads 10,000 rows); no other object is made per row."""
     plain = keys.opener(conn, session_id)
-    fetched = list(rows)
+    fetched = rows.all() if isinstance(rows, Result) else list(rows)  # all(): one fetch
     payloads = [plain(row[1], row[13], row[14]) for row in fetched]
     parsed = iter(decode_payloads([payload for payload in payloads if payload is not None]))
     return [
