@@ -943,10 +943,9 @@ class SessionStore:
 
         def decided(stored_tokens: int) -> list[dict[str, Any]] | None:
             chosen = events if decide is None else decide(stored_tokens)
-            if chosen is None:
-                return None
-            published[:] = self.redacted(chosen)  # a retried record decides again
-            return [event.row() for event in published]
+            # A record tried again decides again: only its last decision is published.
+            published[:] = [] if chosen is None else self.redacted(chosen)
+            return None if chosen is None else [event.row() for event in published]
 
         row_id = await self.database.record_call(
             CallRecord(

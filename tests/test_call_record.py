@@ -82,18 +82,23 @@ async def test_a_decision_against_recording_writes_nothing(db_url: str) -> None:
 
 
 async def test_the_total_is_read_again_when_another_store_changed_it(
-    two_stores: tuple[SessionStore, SessionStore],
+    two_stores: tuple[SessionStore, SessionStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, other_process = two_stores
+    published: list[Event] = []
+    monkeypatch.setattr(store, "publish", published.extend)
     seen: list[int] = []
     await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
     await other_process.append("s", [assistant("a reply stored by someone else")])
     grown = await store.context_tokens("s")
+    published.clear()
+    # Below its limit before the other process's row, at it after: decided against, and
+    # nothing a decision from the old total chose is published.
+    assert await store.record_model_call("s", [], decide=estimate_below(grown, seen)) is None
+    assert seen[-1] == grown and published == []
     row_id = await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
     assert row_id is not None and seen[-1] == grown
-    # Below its limit before the other process's row, at it after: decided against.
-    assert await store.record_model_call("s", [], decide=estimate_below(grown, seen)) is None
-    assert seen[-1] == grown
+    assert [event.fields["t_est"] for event in published] == [grown]
     await other_process.clear("s")  # the total drops: a stale total must not decide against
     assert await store.record_model_call("s", [], decide=estimate_below(grown, seen))
     assert seen[-1] == 0
