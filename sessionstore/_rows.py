@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeVar
@@ -52,6 +52,9 @@ class StoredRow:
     archive_id: int | None
     item: dict[str, Any] | None
     created_at: datetime
+    # The payload's JSON text as stored (None for rows built without it): a compaction's
+    # archive reuses it instead of encoding every replaced item again.
+    payload: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def visible(self) -> bool:

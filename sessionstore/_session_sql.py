@@ -89,6 +89,7 @@ def stored_rows(
             archive_id,
             None if payload is None else next(parsed),
             created_at,
+            payload,
         )
         for (
             sid,
