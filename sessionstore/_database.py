@@ -304,11 +304,16 @@ class SQLiteDatabase:
             partial(self._translated, writing=True),
         )
         # So do model calls' records (a job of their own kind: they add no messages rows).
+        # A record is telemetry, not conversation: its commit does not wait for the disk
+        # (WAL, synchronous=NORMAL): a crash of the process loses nothing, a power loss at
+        # most the records since the last append, whose own fsync covers them too.
+        level = synchronous.upper()
         self._records: GroupCommit[int | None] = GroupCommit(
             self._writer,
             self._writer_driver_connection,
             sqlite_record_call,
             partial(self._translated, writing=True),
+            relaxed=("NORMAL", level) if level in {"FULL", "EXTRA"} else None,
         )
         # The full-text index is brought up to date off the append path (migration 0014).
         self._indexer = IdleIndexer(self._writer, self._index_on_writer)

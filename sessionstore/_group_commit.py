@@ -38,11 +38,16 @@ class GroupCommit(Generic[_T]):
         connection: Callable[[], sqlite3.Connection],
         fn: Callable[..., _T],
         translated: Callable[[], contextlib.AbstractContextManager[None]],
+        *,
+        relaxed: tuple[str, str] | None = None,
     ) -> None:
         self._writer = writer
         self._connection = connection  # called on the writer thread only
         self._fn = fn
         self._translated = translated  # driver errors -> the store's own
+        # (commit level, the connection's own): a kind of job whose commits need not wait
+        # for the disk runs at the first and leaves the connection at the second.
+        self._relaxed = relaxed
         self._pending: list[_Job[_T]] = []
         self._mutex = threading.Lock()
         self._scheduled = False
@@ -67,6 +72,23 @@ class GroupCommit(Generic[_T]):
             job.outcome.set_running_or_notify_cancel()
         self.transactions += 1
         raw = self._connection()
+        if self._relaxed is None:
+            self._transaction(raw, jobs)
+            return
+        relaxed, own = self._relaxed
+        try:
+            with self._translated():
+                raw.execute(f"PRAGMA synchronous = {relaxed}")
+        except BaseException as error:
+            _fail(jobs, error)
+            return
+        try:
+            self._transaction(raw, jobs)
+        finally:
+            raw.execute(f"PRAGMA synchronous = {own}")
+
+    def _transaction(self, raw: sqlite3.Connection, jobs: list[_Job[_T]]) -> None:
+        """Run `jobs` in one transaction and settle each."""
         try:
             with self._translated():
                 raw.execute("BEGIN IMMEDIATE")

@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import Event, SessionStore
+from sessionstore._database import SQLiteDatabase
 from tests.support.cli import SECRET
 from tests.support.histories import assistant, user
 
@@ -109,11 +110,9 @@ async def test_the_total_is_read_again_when_another_store_changed_it(
 
 
 async def test_own_appends_keep_the_record_one_statement_on_postgresql(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    fresh_pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not db_url.startswith("postgresql"):
-        pytest.skip("SQLite records on its writer thread, under the write lock")
-    async with SessionStore(db_url, create_tables=True) as store:
+    async with SessionStore(fresh_pg_url, create_tables=True) as store:
         await store.append("s", [user("hi")])
         seen: list[int] = []
         await store.record_model_call("s", [user("hi")], decide=estimate_below(10**6, seen))
@@ -153,3 +152,30 @@ async def test_events_are_stored_redacted_and_as_the_other_event_writes_store_th
     assert {**recorded, "id": None} == {**written, "id": None}
     assert recorded["triggered"] and (recorded["t_est"], recorded["max_tokens"]) == (7, 9)
     assert recorded["compression_ratio"] == 0.5 and recorded["severity"] == "warn"
+
+
+async def test_a_record_commits_without_waiting_for_the_disk_and_appends_still_do(
+    sqlite_url: str,
+) -> None:
+    """On SQLite a call's record (telemetry) commits at synchronous=NORMAL, and the writer's
+    connection is back at FULL for the appends that follow (the conversation stays durable)."""
+    async with SessionStore(sqlite_url) as store:
+        await store.append("s", [user("hello")])
+        database = store.database
+        assert isinstance(database, SQLiteDatabase)
+        statements: list[str] = []
+        raw = await database.write(lambda conn: conn.connection.driver_connection)
+        await database.write(lambda conn: raw.set_trace_callback(statements.append))
+        assert await store.record_model_call("s", [user("hello")]) == 1
+        await store.append("s", [assistant("hi")])
+        await database.write(lambda conn: raw.set_trace_callback(None))
+        record = statements.index("PRAGMA synchronous = NORMAL")
+        assert statements[record + 1] == "BEGIN IMMEDIATE"
+        restored = statements.index("PRAGMA synchronous = FULL")
+        assert statements[restored - 1] == "COMMIT" and restored > record
+        assert statements[restored + 1] == "BEGIN IMMEDIATE"  # the append, back at FULL
+        assert statements.count("PRAGMA synchronous = NORMAL") == 1
+        level = await database.write(
+            lambda conn: conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
+        )
+        assert level == 2  # FULL
