@@ -153,8 +153,10 @@ PG_RECORD_CALL_SQL: Final = f"""
     ), logged AS (
         INSERT INTO events ({", ".join(_EVENT_NAMES)})
         SELECT batch.* FROM recorded, unnest({_PG_EVENT_ARRAYS}) AS batch
+    ), relaxed AS (  -- telemetry: this statement's commit does not wait for the WAL flush
+        SELECT set_config('synchronous_commit', 'off', true)
     )
-    SELECT (SELECT id FROM recorded), stored.tokens FROM stored
+    SELECT (SELECT id FROM recorded), stored.tokens FROM stored, relaxed
 """
 
 

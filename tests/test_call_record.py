@@ -179,3 +179,16 @@ async def test_a_record_commits_without_waiting_for_the_disk_and_appends_still_d
             lambda conn: conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
         )
         assert level == 2  # FULL
+
+
+async def test_a_postgresql_record_relaxes_only_its_own_commit(fresh_pg_url: str) -> None:
+    """The record's statement commits without waiting for the WAL flush (telemetry), and the
+    pooled connections it ran on are left at the server's synchronous_commit."""
+    async with SessionStore(fresh_pg_url, create_tables=True) as store:
+        await store.append("s", [user("hi")])
+        fetch = store.database.fetch_statement  # type: ignore[union-attr]
+        [(default,)] = await fetch("SHOW synchronous_commit")
+        for n in range(5):
+            assert await store.record_model_call("s", [user("hi")]) == n + 1
+        settings = [(await fetch("SHOW synchronous_commit"))[0][0] for _ in range(10)]
+        assert settings == [default] * 10 and default == "on"
