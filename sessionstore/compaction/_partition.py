@@ -32,24 +32,35 @@ UnitKind = Literal["message", "tools", "summary", "other"]
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """Rows that are kept or summarized together."""
+    """Rows that are kept or summarized together.
 
-    rows: tuple[StoredRow, ...]
+    The first row is held apart from the rest, so a unit of one row (every message) needs no
+    tuple: a compaction makes thousands of units, and every object living through it counts
+    towards the process's next full garbage collection.
+    """
+
+    first: StoredRow
     kind: UnitKind
+    more: tuple[StoredRow, ...] = ()  # the rows after the first
     role: str | None = None
     pairs: int = 0  # tool calls in the unit
     protected: bool = False
     aborted: bool = False
 
     @property
+    def rows(self) -> tuple[StoredRow, ...]:
+        """The unit's rows, in order."""
+        return (self.first, *self.more)
+
+    @property
     def tokens(self) -> int:
         """Tokens of every row in the unit (counted at append time)."""
-        return sum(row.tokens for row in self.rows)
+        return self.first.tokens + sum(row.tokens for row in self.more)
 
     @property
     def first_seq(self) -> int:
         """Where the unit starts, for ordering."""
-        return self.rows[0].seq
+        return self.first.seq
 
     @property
     def items(self) -> list[dict[str, Any]]:
@@ -79,13 +90,12 @@ def _is_protected(rows: Sequence[StoredRow], policy: CompactionPolicy) -> bool:
 def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Unit]:
     """Group visible rows into units (see the module docstring), in seq order.
 
-    A unit's rows are a tuple from the start; only a tool unit, which later outputs join,
-    is a list until the end: a compaction groups 10,000 rows, and every object that lives
-    through it adds to what the garbage collector walks.
+    A unit is made as soon as its rows are known; only a tool unit, which later outputs join,
+    is a list until the end (a compaction groups 10,000 rows, and every object alive through
+    it adds to what the garbage collector walks).
     """
-    groups: list[tuple[StoredRow, ...] | list[StoredRow]] = []
-    kinds: list[UnitKind] = []
-    pairs: list[int] = []
+    units: list[Unit | list[StoredRow]] = []
+    tools: dict[int, tuple[UnitKind, int]] = {}  # a tool unit's position: its kind and pairs
     unit_of_call: dict[str, int] = {}
     reasoning: list[StoredRow] = []
     for row in rows:
@@ -95,9 +105,9 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
             continue
         answered = answered_call(item)
         if answered is not None and answered in unit_of_call:
-            tools = groups[unit_of_call[answered]]
-            assert isinstance(tools, list)
-            tools.append(row)
+            group = units[unit_of_call[answered]]
+            assert isinstance(group, list)
+            group.append(row)
             continue
         calls = calls_in(item)
         kind: UnitKind
@@ -109,21 +119,20 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
             kind = "message"
         else:
             kind = "other"
-        for call_id in calls:
-            unit_of_call[call_id] = len(groups)
-        group = (*reasoning, row) if reasoning else (row,)
-        groups.append(list(group) if calls else group)
-        kinds.append(kind)
-        pairs.append(len(calls))
+        if calls:
+            for call_id in calls:
+                unit_of_call[call_id] = len(units)
+            tools[len(units)] = (kind, len(calls))
+            units.append([*reasoning, row])
+        else:
+            units.append(_unit((*reasoning, row), kind, 0, policy))
         if reasoning:
             reasoning = []
     if reasoning:
-        groups.append(tuple(reasoning))
-        kinds.append("other")
-        pairs.append(0)
+        units.append(_unit(tuple(reasoning), "other", 0, policy))
     return [
-        _unit(group if isinstance(group, tuple) else tuple(group), kind, count, policy)
-        for group, kind, count in zip(groups, kinds, pairs, strict=True)
+        unit if isinstance(unit, Unit) else _unit(tuple(unit), *tools[position], policy)
+        for position, unit in enumerate(units)
     ]
 
 
@@ -132,8 +141,9 @@ def _unit(
 ) -> Unit:
     lead = _item(rows[-1]) if kind != "tools" else _item(rows[0])
     return Unit(
-        rows=rows,
+        first=rows[0],
         kind=kind,
+        more=rows[1:],
         role=role_of(lead) if kind == "message" else None,
         pairs=pairs,
         protected=kind != "summary" and _is_protected(rows, policy),
