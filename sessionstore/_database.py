@@ -399,8 +399,10 @@ class SQLiteDatabase:
             return index_pending(self._writer_driver_connection(), sessions)
 
     async def catch_up_search_index(self) -> None:
-        if not self.read_only:  # a read-only search matches unindexed rows on its own
-            await on_thread(self._writer, partial(self._index_on_writer, None))
+        if self.read_only:  # a read-only search matches unindexed rows on its own
+            return
+        with contextlib.suppress(StoreError, StoreTimeoutError):  # locked, unwritable: the
+            await on_thread(self._writer, partial(self._index_on_writer, None))  # search copes
 
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()

@@ -187,3 +187,23 @@ async def test_0014_hands_pending_rows_back_to_a_trigger_on_downgrade_and_back(
     assert _progress(sqlite_url) == {"a": 1, "b": 2, "c": 1}
     assert {hit.session_id for hit in await store.search("puffin")} == {"a", "b", "c"}
     await store.close()
+
+
+async def test_a_search_that_cannot_index_still_finds_pending_rows(
+    sqlite_url: str, never_idle: None
+) -> None:
+    """Another process holds the write lock: the catch-up gives up, the search matches the
+    pending rows itself."""
+    async with SessionStore(sqlite_url, sqlite_busy_timeout_ms=50) as store:
+        await store.append("s", [user("a locked lynx")])
+        other = sqlite3.connect(_file(sqlite_url), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # the file's write lock, held
+        try:
+            [hit] = await store.search("lynx")
+            assert (hit.session_id, hit.seq) == ("s", 1)
+            assert _indexed_rows(sqlite_url) == []
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await store.search("lynx")  # the lock is free: now it indexes
+        assert _indexed_rows(sqlite_url) == [("s", 1)]
