@@ -73,8 +73,9 @@ def stored_rows(
 
     Fetched a chunk at a time, and of each Row only the plain tuple of its columns is kept
     until the payloads are parsed: the collector stops tracking a tuple of plain values, while
-    10,000 Rows (and on PostgreSQL the driver's records) alive at once were a third of what
-    pushes a process into a full collection during a compaction.
+    10,000 Rows alive at once were half of what a compaction's read moved into the oldest
+    generation, the count that starts a full collection (PostgreSQL's driver still holds all
+    its records from execute on).
     """
     plain = keys.opener(conn, session_id)
     chunks = rows.partitions(_CHUNK) if isinstance(rows, Result) else (rows,)
