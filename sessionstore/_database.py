@@ -316,7 +316,8 @@ class SQLiteDatabase:
             relaxed=("NORMAL", level) if level in {"FULL", "EXTRA"} else None,
         )
         # The full-text index is brought up to date off the append path (migration 0014).
-        self._indexer = IdleIndexer(self._writer, self._index_on_writer)
+        self._indexer = IdleIndexer(self._index_and_wait)
+        weakref.finalize(self, self._indexer.stop)  # a store nobody closed: end its thread
         if self._memory:
             # One shared in-memory connection must never be used by two threads at once.
             self.engine = self._writer_engine
@@ -393,6 +394,10 @@ class SQLiteDatabase:
         check_writable(self.read_only, self._where)
         return await outcome_of(self._records.submit(record))
 
+    def _index_and_wait(self, sessions: set[str] | None) -> None:
+        """From the indexer's thread: index on the writer thread, wait for it."""
+        self._writer.submit(self._index_on_writer, sessions).result()
+
     def _index_on_writer(self, sessions: set[str] | None) -> int:
         """On the writer thread: index what `sessions` (every session: None) left pending."""
         with self._translated(writing=True):
@@ -450,8 +455,11 @@ class SQLiteDatabase:
     async def dispose(self) -> None:
         loop = asyncio.get_running_loop()
         if left := await asyncio.to_thread(self._indexer.close):
+            sessions, everything = left
             with contextlib.suppress(Exception):  # still pending: the next search indexes it
-                await loop.run_in_executor(self._writer, self._index_on_writer, left)
+                await loop.run_in_executor(
+                    self._writer, self._index_on_writer, None if everything else sessions
+                )
         await loop.run_in_executor(self._writer, self._close_writer)
         await loop.run_in_executor(self._readers, self.engine.dispose)
         self._writer.shutdown(wait=True)

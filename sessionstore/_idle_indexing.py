@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Final
 
 IDLE_S: Final = 0.2
@@ -21,23 +21,26 @@ RETRY_S: Final = 5.0  # after a failed attempt (the file locked by another proce
 
 
 class IdleIndexer:
-    """Collects the sessions appends touched and has `index(sessions)` run on the writer
-    once no append came for `idle_s` seconds (or `max_backlog` rows are waiting)."""
+    """Collects the sessions appends touched and has `index(sessions)` run once no append
+    came for `idle_s` seconds (or `max_backlog` rows are waiting). The first run of a store
+    is `index(None)`: every session, so rows a killed process left unindexed are indexed too.
+
+    It holds its store's `index` weakly: a store nobody closed is still collected (its
+    threads with it), and `stop` (a finalizer of the store) ends the thread."""
 
     def __init__(
         self,
-        writer: Executor,
-        index: Callable[[set[str]], object],
+        index: Callable[[set[str] | None], object],
         *,
         idle_s: float | None = None,
         max_backlog: int | None = None,
     ) -> None:
-        self._writer = writer
-        self._index = index  # runs on the writer thread
+        self._index = weakref.WeakMethod(index)  # a bound method of the store
         self._idle_s = IDLE_S if idle_s is None else idle_s
         self._max_backlog = MAX_BACKLOG if max_backlog is None else max_backlog
         self._wake = threading.Condition()
         self._sessions: set[str] = set()
+        self._swept = False  # whether every session was looked at once
         self._rows = 0
         self._last_write = 0.0
         self._closed = False
@@ -60,34 +63,45 @@ class IdleIndexer:
             elif first or self._rows >= self._max_backlog:
                 self._wake.notify()
 
-    def close(self) -> set[str]:
-        """Stop; the sessions still waiting, for the caller's last catch-up."""
+    def stop(self) -> None:
+        """End the thread without waiting for it."""
         with self._wake:
             self._closed = True
             self._wake.notify()
-            thread = self._thread
+
+    def close(self) -> tuple[set[str], bool] | None:
+        """Stop and wait; what is still to index for the caller's last catch-up: (sessions,
+        whether every session must be looked at), or None for nothing."""
+        self.stop()
+        thread = self._thread
         if thread is not None:
             thread.join()
         with self._wake:
             left, self._sessions = self._sessions, set()
-        return left
+            if not left:
+                return None
+            return left, not self._swept
 
     def _run(self) -> None:
         while True:
             with self._wake:
-                sessions = self._due()
-                if sessions is None:
-                    return
+                due = self._due()
+            index = self._index()
+            if due is None or index is None:  # closed, or the store was collected
+                return
+            sessions, everything = due
             try:
-                self._writer.submit(self._index, sessions).result()
+                index(None if everything else sessions)
             except Exception:  # kept for a later attempt; a search catches up anyway
                 with self._wake:
                     self._sessions |= sessions
+                    self._swept = self._swept and not everything
                     self._last_write = time.monotonic() + RETRY_S
+            del index
 
-    def _due(self) -> set[str] | None:
-        """Wait (holding the lock) until indexing is due; the sessions to index, or None
-        once closed."""
+    def _due(self) -> tuple[set[str], bool] | None:
+        """Wait (holding the lock) until indexing is due: the sessions to index and whether
+        to look at every session; None once closed."""
         while not self._closed:
             if not self._sessions:
                 self._wake.wait()
@@ -97,5 +111,6 @@ class IdleIndexer:
                 self._wake.wait(wait)
                 continue
             sessions, self._sessions, self._rows = self._sessions, set(), 0
-            return sessions
+            everything, self._swept = not self._swept, True
+            return sessions, everything
         return None

@@ -118,17 +118,22 @@ def _sqlite_matches(
     conn: Connection, match: str, session_id: str | None, limit: int
 ) -> list[tuple[str, int]]:
     """The best `limit` matches of the FTS5 index and of the rows it does not hold yet (a
-    read-only store cannot index them), best first."""
-    params = {"match": match, "sid": session_id, "limit": limit}
-    indexed = [
-        (float(rank), -int(seq), str(sid))
-        for sid, seq, rank in conn.execute(sa.text(_SQLITE_SEARCH), params)
-    ]
+    read-only store cannot index them), best first. Both are read in one snapshot, so a row
+    another process indexes meanwhile is in exactly one of them. Pending rows are ranked in
+    a temporary index of their own, so their scores are not the index's (docs/SCHEMA.md)."""
     raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
-    pending = [(rank, -seq, sid) for sid, seq, rank in match_pending(raw, match, session_id)]
-    best = dict.fromkeys((sid, -negated) for _, negated, sid in sorted([*indexed, *pending]))
-    return list(best)[:limit]  # a row indexed meanwhile is in both: once, at its best rank
+    assert isinstance(raw, sqlite3.Connection) and not raw.in_transaction
+    params = {"match": match, "sid": session_id, "limit": limit}
+    raw.execute("BEGIN")
+    try:
+        indexed = [
+            (float(rank), -int(seq), str(sid))
+            for sid, seq, rank in raw.execute(_SQLITE_SEARCH, params)
+        ]
+        pending = [(rank, -seq, sid) for sid, seq, rank in match_pending(raw, match, session_id)]
+    finally:
+        raw.execute("COMMIT")
+    return [(sid, -negated) for _, negated, sid in sorted([*indexed, *pending])[:limit]]
 
 
 def _snippet(text: str, words: list[str]) -> str:

@@ -5,19 +5,24 @@ writable (it catches up first) or read-only (it matches the pending rows itself)
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from sessionstore import SessionStore
+from sessionstore import SessionStore, SQLSession
 from sessionstore import _idle_indexing as idle_indexing
+from sessionstore import _search as search_module
 from sessionstore._migrations import downgrade, upgrade
 from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention
+from sessionstore._search_index import index_pending, match_pending
 from tests.support.database import age
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
@@ -44,6 +49,26 @@ async def _eventually(check: object, timeout_s: float = 20.0) -> None:
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, "the index never caught up"
         await asyncio.sleep(0.01)
+
+
+async def _killed_writer(sqlite_url: str, session_id: str, text: str) -> None:
+    """A process appends `text` and dies before its store indexes it (no close)."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os
+        from sessionstore import SessionStore, _idle_indexing
+        _idle_indexing.IDLE_S = 3600.0
+
+        async def main():
+            store = SessionStore({sqlite_url!r})
+            await store.append({session_id!r}, [{{"role": "user", "content": {text!r}}}])
+            os._exit(0)  # no close: the rows stay unindexed
+
+        asyncio.run(main())
+        """
+    )
+    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script], check=True, timeout=60)
+    assert session_id not in _progress(sqlite_url)
 
 
 @pytest.fixture
@@ -97,21 +122,7 @@ async def test_closing_the_store_indexes_what_is_pending(sqlite_url: str, never_
 async def test_a_read_only_search_finds_rows_a_killed_writer_never_indexed(
     sqlite_url: str,
 ) -> None:
-    script = textwrap.dedent(
-        f"""
-        import asyncio, os
-        from sessionstore import SessionStore, _idle_indexing
-        _idle_indexing.IDLE_S = 3600.0
-
-        async def main():
-            store = SessionStore({sqlite_url!r})
-            await store.append("lost", [{{"role": "user", "content": "orphaned heron notes"}}])
-            os._exit(0)  # no close: the rows stay unindexed
-
-        asyncio.run(main())
-        """
-    )
-    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", script], check=True, timeout=60)
+    await _killed_writer(sqlite_url, "lost", "orphaned heron notes")
     assert _indexed_rows(sqlite_url) == []
     async with SessionStore(sqlite_url, read_only=True) as reader:
         [hit] = await reader.search("heron")
@@ -207,3 +218,64 @@ async def test_a_search_that_cannot_index_still_finds_pending_rows(
             other.close()
         await store.search("lynx")  # the lock is free: now it indexes
         assert _indexed_rows(sqlite_url) == [("s", 1)]
+
+
+async def test_a_read_only_search_sees_a_row_another_process_indexes_meanwhile(
+    sqlite_url: str, never_idle: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index and the pending rows are read in one snapshot: a row indexed by someone else
+    between the two reads is found once, not lost between them."""
+    async with SessionStore(sqlite_url) as store:
+        await store.append("s", [user("a moving mango")])
+        async with SessionStore(sqlite_url, read_only=True) as reader:
+            real = match_pending
+
+            def racing(conn: sqlite3.Connection, *args: Any) -> Any:
+                other = sqlite3.connect(_file(sqlite_url), isolation_level=None)
+                assert index_pending(other) == 1  # another process's indexer, right now
+                other.close()
+                return real(conn, *args)
+
+            monkeypatch.setattr(search_module, "match_pending", racing)
+            [hit] = await reader.search("mango")
+            assert (hit.session_id, hit.seq) == ("s", 1)
+        assert _indexed_rows(sqlite_url) == [("s", 1)]
+
+
+async def test_a_store_indexes_what_a_killed_process_left_once_it_is_idle(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _killed_writer(sqlite_url, "lost", "forgotten falcon")
+    monkeypatch.setattr(idle_indexing, "IDLE_S", 0.01)
+    async with SessionStore(sqlite_url) as store:
+        await store.append("other", [user("elsewhere")])  # writes only to another session
+        await _eventually(lambda: _progress(sqlite_url) == {"lost": 1, "other": 1})
+
+
+async def test_closing_indexes_what_a_killed_process_left(
+    sqlite_url: str, never_idle: None
+) -> None:
+    await _killed_writer(sqlite_url, "lost", "forgotten falcon")
+    async with SessionStore(sqlite_url) as store:
+        await store.append("other", [user("elsewhere")])
+    assert _indexed_rows(sqlite_url) == [("lost", 1), ("other", 1)]
+
+
+def test_a_store_nobody_closes_leaves_no_thread_behind(sqlite_url: str) -> None:
+    """As SDK users often write it: a store per request, never closed."""
+
+    def request(n: int) -> None:
+        session = SQLSession(f"user{n}", SessionStore(sqlite_url))
+        asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+
+    before = {thread.ident for thread in threading.enumerate()}
+    for n in range(3):
+        request(n)
+    deadline = time.monotonic() + 20
+    while True:
+        gc.collect()
+        left = [t.name for t in threading.enumerate() if t.ident not in before]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert left == []
