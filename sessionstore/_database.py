@@ -250,8 +250,9 @@ class Database(Protocol):
         branch shares with its ancestors (the plain statement returns none for it)."""
         ...
 
-    async def catch_up_search_index(self) -> None:
-        """Index every stored row the full-text index lacks (a search calls this first)."""
+    async def catch_up_search_index(self, session_id: str | None = None) -> None:
+        """Index the stored rows the full-text index lacks, of `session_id` or of every
+        session (a search calls this first)."""
         ...
 
     async def dispose(self) -> None:
@@ -403,11 +404,12 @@ class SQLiteDatabase:
         with self._translated(writing=True):
             return index_pending(self._writer_driver_connection(), sessions)
 
-    async def catch_up_search_index(self) -> None:
+    async def catch_up_search_index(self, session_id: str | None = None) -> None:
         if self.read_only:  # a read-only search matches unindexed rows on its own
             return
+        sessions = None if session_id is None else {session_id}
         with contextlib.suppress(StoreError, StoreTimeoutError):  # locked, unwritable: the
-            await on_thread(self._writer, partial(self._index_on_writer, None))  # search copes
+            await on_thread(self._writer, partial(self._index_on_writer, sessions))  # search copes
 
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()
@@ -712,7 +714,7 @@ class PostgresDatabase:
             return self._user_engine
         return self._loops.current().engine
 
-    async def catch_up_search_index(self) -> None:
+    async def catch_up_search_index(self, session_id: str | None = None) -> None:
         """Nothing to do: PostgreSQL maintains its GIN index with every insert."""
 
     async def dispose(self) -> None:

@@ -279,3 +279,17 @@ def test_a_store_nobody_closes_leaves_no_thread_behind(sqlite_url: str) -> None:
             break
         time.sleep(0.05)
     assert left == []
+
+
+async def test_a_search_of_one_session_indexes_only_that_session(
+    sqlite_url: str, never_idle: None
+) -> None:
+    """A session's search costs a lookup of that session, not a look at every session."""
+    async with SessionStore(sqlite_url) as store:
+        await store.append("a", [user("quiet quail")])
+        await store.append("b", [user("quiet quail")])
+        [hit] = await store.search("quail", session_id="a")
+        assert hit.session_id == "a"
+        assert _progress(sqlite_url) == {"a": 1}  # b is still pending
+        assert {hit.session_id for hit in await store.search("quail")} == {"a", "b"}
+        assert _progress(sqlite_url) == {"a": 1, "b": 1}
