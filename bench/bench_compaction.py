@@ -209,8 +209,10 @@ async def bench_preflight(url: str, repeats: int) -> None:
 
         def sdk_input() -> CallModelData[Any]:
             """What the SDK hands the filter: a fresh copy of the history every call."""
-            fresh = copy.deepcopy(model_input)  # new dicts and lists, shared strings
-            gc.collect()  # the copy's garbage is not the pre-flight's to collect
+            # New dicts and lists, shared strings; its garbage is collected whenever Python's
+            # own thresholds say, as in a run (a forced full collection before every call
+            # leaves the caches cold and adds ~1 ms to whatever runs next: docs/PERFORMANCE.md).
+            fresh = copy.deepcopy(model_input)
             return CallModelData(ModelInputData(input=fresh, instructions="Be brief."), agent, None)
 
         contenders: dict[str, Callable[[CallModelData[Any]], Awaitable[Any]]] = {}
