@@ -387,9 +387,10 @@ class SQLiteDatabase:
 
     async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
         check_writable(self.read_only, self._where)
-        seqs = await outcome_of(self._appends.submit(batch, keys))
-        self._indexer.wrote(batch.session_id, len(seqs))
-        return seqs
+        try:
+            return await outcome_of(self._appends.submit(batch, keys))
+        finally:  # a caller cancelled while it ran still wrote it; a failed one, nothing
+            self._indexer.wrote(batch.session_id, len(batch.payloads))
 
     async def record_call(self, record: CallRecord) -> int | None:
         check_writable(self.read_only, self._where)
@@ -435,10 +436,11 @@ class SQLiteDatabase:
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         check_writable(self.read_only, self._where)
-        result = await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
-        if args and isinstance(args[0], str):  # fn(conn, session_id, ...): it may add rows
-            self._indexer.wrote(args[0], 0)
-        return result
+        try:
+            return await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
+        finally:  # it may have added rows to index (a summary, an append with originals)
+            if (session_id := _written_session(args)) is not None:
+                self._indexer.wrote(session_id, 0)
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         loop = asyncio.get_running_loop()
@@ -749,6 +751,14 @@ def open_database(
     return PostgresDatabase(
         url, engine=engine, timeout_s=timeout_s, read_only=read_only, **engine_kwargs
     )
+
+
+def _written_session(args: tuple[Any, ...]) -> str | None:
+    """The session a transaction function writes, from its first argument: the session id
+    itself, or what it writes (a batch, a compaction) naming it."""
+    first = args[0] if args else None
+    named = first if isinstance(first, str) else getattr(first, "session_id", None)
+    return named if isinstance(named, str) else None
 
 
 def check_writable(read_only: bool, where: str) -> None:

@@ -6,6 +6,7 @@ into another for a type.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,10 +90,16 @@ def decode_payload(payload: object) -> dict[str, Any]:
 
 
 def decode_payloads(payloads: list[Any]) -> list[dict[str, Any]]:
-    """Decode many payloads; JSON texts are parsed in one call (5x faster than one by one)."""
+    """Decode many payloads; JSON texts are parsed in one call (5x faster than one by one).
+
+    A text that is not one JSON object (SQLite stores whatever it is given: `{...},{...}`
+    written by another tool) would shift its neighbours' items in the joined parse: then every
+    payload is decoded alone, and the bad one fails on its own."""
     if payloads and all(isinstance(payload, str) for payload in payloads):
-        decoded: list[dict[str, Any]] = json.loads("[" + ",".join(payloads) + "]")
-        return decoded
+        with contextlib.suppress(ValueError):
+            decoded: list[dict[str, Any]] = json.loads("[" + ",".join(payloads) + "]")
+            if len(decoded) == len(payloads) and all(type(item) is dict for item in decoded):
+                return decoded
     return [decode_payload(payload) for payload in payloads]
 
 

@@ -293,3 +293,26 @@ async def test_a_search_of_one_session_indexes_only_that_session(
         assert _progress(sqlite_url) == {"a": 1}  # b is still pending
         assert {hit.session_id for hit in await store.search("quail")} == {"a", "b"}
         assert _progress(sqlite_url) == {"a": 1, "b": 1}
+
+
+async def test_a_compaction_summary_and_an_append_with_originals_are_indexed_once_idle(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes through the general path (a compaction's commit, an append that archives a
+    truncated original) tell the indexer which session they wrote, like the hot path."""
+    monkeypatch.setattr(idle_indexing, "IDLE_S", 0.01)
+    async with SessionStore(sqlite_url) as store:
+        manager = small_window_manager(store)
+        for n in range(6):
+            await store.append("c", [user(f"fact {n}"), assistant(f"marmoset {n} noted")])
+        await _eventually(lambda: _progress(sqlite_url).get("c") == 12)
+        assert (await manager.compact("c", trigger="manual")).compacted
+        info = await store.session_info("c")
+        assert info is not None
+        await _eventually(lambda: _progress(sqlite_url).get("c") == info.last_seq)
+        original = {"role": "user", "content": "the whole zebra " * 50}
+        await store.append("o", [{"role": "user", "content": "a zebra"}], originals={0: original})
+        await _eventually(lambda: _progress(sqlite_url).get("o") == 1)
+    with sqlite3.connect(_file(sqlite_url)) as conn:
+        summaries = set(conn.execute("SELECT session_id, seq FROM messages WHERE kind = 'summary'"))
+    assert summaries and summaries <= set(_indexed_rows(sqlite_url))
