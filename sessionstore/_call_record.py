@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import Dialect
 
 from ._errors import StoreError
-from ._hot_path import _sqlite_sql
+from ._hot_path import sqlite_sql
 from ._model_calls import NEXT_CALL
 from ._schema import events, model_calls, sessions
 
@@ -68,17 +68,17 @@ def _event_values(rows: Sequence[dict[str, Any]], binders: _Binders) -> list[tup
 # ------------------------------------------------------------------------------ SQLite
 
 _SQLITE_BINDERS: Final = _binders(sqlite.dialect())
-_SQLITE_STORED_SQL: Final = _sqlite_sql(
+_SQLITE_STORED_SQL: Final = sqlite_sql(
     sa.select(sessions.c.context_tokens, sessions.c.context_start_seq, sessions.c.last_seq).where(
         sessions.c.session_id == sa.bindparam("sid")
     ),
     ("sid",),
 )
-_SQLITE_INSERT_EVENTS_SQL: Final = _sqlite_sql(
+_SQLITE_INSERT_EVENTS_SQL: Final = sqlite_sql(
     events.insert(), _EVENT_NAMES, column_keys=list(_EVENT_NAMES)
 )
 _CALL_VALUES: Final = ("model", "first", "last", "unsaved", "inputs", "estimate", "digest")
-_SQLITE_INSERT_CALL_SQL: Final = _sqlite_sql(
+_SQLITE_INSERT_CALL_SQL: Final = sqlite_sql(
     model_calls.insert()
     .values(
         session_id=sa.bindparam("sid"),

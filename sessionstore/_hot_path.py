@@ -80,17 +80,17 @@ APPEND_UPSERT: Final = {
 }
 
 
-def _sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any) -> str:
+def sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any) -> str:
     """Compile a Core statement once for SQLite, checking its positional parameter order."""
     compiled = statement.compile(dialect=sqlite.dialect(), **compile_kw)
     assert tuple(compiled.positiontup) == tuple(expected_params), compiled.positiontup
     return str(compiled)
 
 
-_SQLITE_UPSERT_SQL: Final = _sqlite_sql(
+_SQLITE_UPSERT_SQL: Final = sqlite_sql(
     APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
-_SQLITE_INSERT_ITEM_SQL: Final = _sqlite_sql(
+_SQLITE_INSERT_ITEM_SQL: Final = sqlite_sql(
     messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
 )
 _SQLITE_ADVANCE_CHAIN_SQL: Final = """
