@@ -250,9 +250,10 @@ class Database(Protocol):
         branch shares with its ancestors (the plain statement returns none for it)."""
         ...
 
-    async def catch_up_search_index(self, session_id: str | None = None) -> None:
+    async def catch_up_search_index(self, session_id: str | None = None) -> bool:
         """Index the stored rows the full-text index lacks, of `session_id` or of every
-        session (a search calls this first)."""
+        session (a search calls this first); whether the index now holds every row stored
+        before the call (False: a search must also match the rows it lacks)."""
         ...
 
     async def dispose(self) -> None:
@@ -405,12 +406,15 @@ class SQLiteDatabase:
         with self._translated(writing=True):
             return index_pending(self._writer_driver_connection(), sessions)
 
-    async def catch_up_search_index(self, session_id: str | None = None) -> None:
+    async def catch_up_search_index(self, session_id: str | None = None) -> bool:
         if self.read_only:  # a read-only search matches unindexed rows on its own
-            return
+            return False
         sessions = None if session_id is None else {session_id}
-        with contextlib.suppress(StoreError, StoreTimeoutError):  # locked, unwritable: the
-            await on_thread(self._writer, partial(self._index_on_writer, sessions))  # search copes
+        try:
+            await on_thread(self._writer, partial(self._index_on_writer, sessions))
+        except (StoreError, StoreTimeoutError):  # locked, unwritable: the search copes
+            return False
+        return True
 
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         loop = asyncio.get_running_loop()
@@ -716,8 +720,9 @@ class PostgresDatabase:
             return self._user_engine
         return self._loops.current().engine
 
-    async def catch_up_search_index(self, session_id: str | None = None) -> None:
+    async def catch_up_search_index(self, session_id: str | None = None) -> bool:
         """Nothing to do: PostgreSQL maintains its GIN index with every insert."""
+        return True
 
     async def dispose(self) -> None:
         await self._loops.close_all()

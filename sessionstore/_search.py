@@ -80,10 +80,13 @@ def tx_search(
     limit: int,
     keys: SessionKeys,
     redactor: Redactor,
+    unindexed: bool = True,
 ) -> list[SearchHit]:
-    """The best `limit` rows holding every word, redacted by `redactor`."""
+    """The best `limit` rows holding every word, redacted by `redactor`; `unindexed`: SQLite's
+    index may lack rows (nobody caught it up just before), so match those too."""
     if conn.dialect.name == "sqlite":
-        found = _sqlite_matches(conn, " ".join(f'"{word}"' for word in words), session_id, limit)
+        match = " ".join(f'"{word}"' for word in words)
+        found = _sqlite_matches(conn, match, session_id, limit, unindexed)
     else:
         params = {"match": " ".join(words), "sid": session_id, "limit": limit}
         found = [(str(sid), int(seq)) for sid, seq in conn.execute(sa.text(_PG_SEARCH), params)]
@@ -115,7 +118,7 @@ def tx_search(
 
 
 def _sqlite_matches(
-    conn: Connection, match: str, session_id: str | None, limit: int
+    conn: Connection, match: str, session_id: str | None, limit: int, unindexed: bool
 ) -> list[tuple[str, int]]:
     """The best `limit` matches of the FTS5 index and of the rows it does not hold yet (a
     read-only store cannot index them), best first. Both are read in one snapshot, so a row
@@ -130,7 +133,10 @@ def _sqlite_matches(
             (float(rank), -int(seq), str(sid))
             for sid, seq, rank in raw.execute(_SQLITE_SEARCH, params)
         ]
-        pending = [(rank, -seq, sid) for sid, seq, rank in match_pending(raw, match, session_id)]
+        pending = [
+            (rank, -seq, sid)
+            for sid, seq, rank in (match_pending(raw, match, session_id) if unindexed else ())
+        ]
     finally:
         raw.execute("COMMIT")
     return [(sid, -negated) for _, negated, sid in sorted([*indexed, *pending])[:limit]]

@@ -880,9 +880,9 @@ class SessionStore:
         check_positive("limit", limit)
         redactor = self.redactor if check_flag("redact", redact) else Redactor(enabled=False)
         await self.ensure_ready()
-        await self.database.catch_up_search_index(session_id)
+        complete = await self.database.catch_up_search_index(session_id)
         return await self.database.read(
-            tx_search, words, session_id, limit, self.session_keys, redactor
+            tx_search, words, session_id, limit, self.session_keys, redactor, not complete
         )
 
     @overload
