@@ -141,6 +141,8 @@ messages: Final = sa.Table(
     # the row's HMAC over the previous digest and its columns. NULL on rows that predate it.
     sa.Column("payload_digest", sa.LargeBinary, nullable=True),
     sa.Column("digest", sa.LargeBinary, nullable=True),
+    # The agent that produced the item in a multi-agent run (0015); NULL when not known.
+    sa.Column("agent", sa.Text, nullable=True),
     sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),
     sqlite_with_rowid=False,
@@ -174,6 +176,8 @@ compactions: Final = sa.Table(
     sa.Column("summary_tokens", sa.Integer, nullable=True),
     sa.Column("duration_ms", sa.Float, nullable=True),
     _created_at(),
+    # A provider's opaque compaction item (0016): the provider that made it, bound to `model`.
+    sa.Column("provider", sa.Text, nullable=True),
     sa.UniqueConstraint("session_id", "version"),
 )
 
