@@ -25,6 +25,7 @@ safe to log. One tree:
     ├── KeyUnavailableError                      a KMS key could not be used
     ├── SealedDataError                          sealed data cannot be opened
     ├── HistoryTamperedError                     a session's rows do not verify against its chain
+    ├── CorruptRowError (ValueError)             a stored payload that is not one JSON object
     ├── HistoryPointError (ValueError)           a point of a session's history that is not there
     ├── BranchError (ValueError)                 a fork that cannot be made, a parent still shared
     ├── KeyInUseError                            a key still wraps data and cannot be retired
@@ -185,6 +186,18 @@ class HistoryTamperedError(SessionStoreError):
         )
         self.session_id = session_id
         self.problems = list(problems)
+
+
+class CorruptRowError(SessionStoreError, ValueError):
+    """A stored payload is not one JSON object: the row was written or edited outside
+    sessionstore (the store only writes objects it has validated). Names the problem, never
+    the text."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"a stored message payload is not one JSON object ({why}): the row was written or "
+            "edited outside sessionstore; `sessionstore verify SESSION` names the row"
+        )
 
 
 class HistoryPointError(SessionStoreError, ValueError):

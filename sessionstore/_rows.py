@@ -14,6 +14,7 @@ from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeVar
 
+from ._errors import CorruptRowError
 from ._items import ItemInfo
 from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
 
@@ -81,12 +82,18 @@ class SessionInfo:
 
 
 def decode_payload(payload: object) -> dict[str, Any]:
-    """SQLite hands back JSON text, asyncpg an already-decoded value; items are dicts."""
+    """SQLite hands back JSON text, asyncpg an already-decoded value; items are dicts (a
+    row edited outside sessionstore may hold anything: CorruptRowError, never a bare
+    ValueError or a list passed off as an item)."""
+    decoded = payload
     if isinstance(payload, str):
-        decoded: dict[str, Any] = json.loads(payload)
-        return decoded
-    assert isinstance(payload, dict), f"unexpected payload type {type(payload).__name__}"
-    return payload
+        try:
+            decoded = json.loads(payload)
+        except json.JSONDecodeError as error:  # its message names a position, never the text
+            raise CorruptRowError(f"invalid JSON: {error}") from None
+    if type(decoded) is not dict:
+        raise CorruptRowError(f"a JSON {type(decoded).__name__}, not an object")
+    return decoded
 
 
 def decode_payloads(payloads: list[Any]) -> list[dict[str, Any]]:
