@@ -83,6 +83,7 @@ class Prepared:
     text: str
     strategy: str
     summarizer: str
+    holder: str  # who prepared it
     events: list[Event]
 
 
@@ -265,25 +266,19 @@ class BackgroundCompactor:
             return "summary_changed", None
         if list(found["pinned"]) != _seqs(plan.pinned):
             return "pinned_changed", None
-        covered = list(found["remainder"])
-        count, seqs = 0, list[int]()
-        for unit in plan.remainder:
-            if len(seqs) >= len(covered):
-                break
-            seqs += [row.seq for row in unit.rows]
-            count += 1
-        if (
-            seqs != covered
-            or prefix_digest(plan.prior_summary, plan.remainder[:count]) != lease.prefix_sha256
+        covered = set(found["remainder"])
+        summarized = [unit for unit in plan.remainder if unit.first_seq in covered]
+        carried = [unit for unit in plan.remainder if unit.first_seq not in covered]
+        if _seqs(summarized) != sorted(covered) or (
+            prefix_digest(plan.prior_summary, summarized) != lease.prefix_sha256
         ):
             return "prefix_changed", None
-        carried = plan.remainder[count:]
         truncated = plan.truncated_user
         if truncated is not None and any(unit is truncated[0] for unit in carried):
             truncated = None  # carried whole instead
         committed = replace(
             plan,
-            remainder=plan.remainder[:count],
+            remainder=summarized,
             recent=sorted([*plan.recent, *carried], key=lambda unit: unit.first_seq),
             truncated_user=truncated,
         )
@@ -315,6 +310,7 @@ class BackgroundCompactor:
             text,
             str(found["strategy"]),
             str(found["summarizer"]),
+            lease.holder,
             [*events, committed_event],
         )
 

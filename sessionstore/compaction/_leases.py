@@ -16,8 +16,10 @@ from typing import Any, Final, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .._events import Event
 from .._payload_sealing import SessionKeys
 from .._schema import compaction_leases as leases
+from .._schema import events
 from .._session_sql import lock_session
 from ._persist import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
 
@@ -153,11 +155,32 @@ def tx_drop(conn: Connection, session_id: str, holder: str) -> None:
 
 
 def tx_commit_releasing(
-    conn: Connection, write: CompactionWrite, count_item: CountItem, keys: SessionKeys
+    conn: Connection,
+    write: CompactionWrite,
+    count_item: CountItem,
+    keys: SessionKeys,
+    prepared_by: str | None,
 ) -> CompactionResult | None:
     """Commit a compaction and, in the same transaction, remove the session's lease row:
-    whatever it held was prepared for the context this compaction just replaced."""
+    whatever it held was prepared for the context this compaction just replaced. A result
+    it did not use (`prepared_by`: the holder whose result it committed) is recorded as
+    discarded; a holder still preparing finds its lease gone and discards its own."""
     result = tx_commit_compaction(conn, write, count_item, keys)
-    if result is not None:
-        conn.execute(leases.delete().where(leases.c.session_id == write.session_id))
+    if result is None:
+        return None
+    found = read_lease(conn, write.session_id)
+    if found is None:
+        return result
+    conn.execute(leases.delete().where(leases.c.session_id == write.session_id))
+    if found.prepared is not None and found.holder != prepared_by:
+        superseded = Event(
+            "compact.prepared_discarded",
+            write.session_id,
+            fields={
+                "reason": "superseded",
+                "holder": found.holder,
+                "compaction_id": result.compaction_id,
+            },
+        )
+        conn.execute(events.insert(), [superseded.row()])
     return result

@@ -518,7 +518,11 @@ class CompactionManager:
             ),
         )
         result = await self.store.write_transaction(
-            tx_commit_releasing, write, self.estimator.count_item, self.store.session_keys
+            tx_commit_releasing,
+            write,
+            self.estimator.count_item,
+            self.store.session_keys,
+            None if prepared is None else prepared.holder,
         )
         if result is None:
             return None
