@@ -304,12 +304,7 @@ archive_members: Final = sa.Table(
 compaction_leases: Final = sa.Table(
     "compaction_leases",
     metadata,
-    sa.Column(
-        "session_id",
-        sa.Text,
-        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
+    sa.Column("session_id", sa.Text, primary_key=True),
     sa.Column("holder", sa.Text, nullable=False),  # who prepares: host, process, random
     sa.Column("acquired_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
@@ -321,6 +316,7 @@ compaction_leases: Final = sa.Table(
     sa.Column("prefix_sha256", sa.String(64), nullable=True),
     sa.Column("prepared", sa.JSON(none_as_null=True), nullable=True),
     sa.Column("prepared_at", sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(["session_id"], ["sessions.session_id"], ondelete="CASCADE"),
 )
 
 RETENTION_ACTIONS: Final = (

@@ -13,7 +13,13 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore.compaction._leases import tx_take_lease
-from tests.support.background import SlowSummarizer, background_manager, fill_between
+from tests.support.background import (
+    SlowSummarizer,
+    background_manager,
+    fill_between,
+    prepare,
+    prepared_session,
+)
 from tests.support.histories import turns, user
 
 
@@ -100,9 +106,7 @@ async def test_items_appended_after_the_preparation_are_carried_verbatim(db_url:
         slow = SlowSummarizer(store.estimator)
         manager = background_manager(store, slow, window=6_000)
         count = await fill_between(manager, "s")
-        await manager.maybe_compact("s")
-        assert manager.background is not None
-        await manager.background.settle()
+        await prepare(manager, "s")
         later = turns(3, seed=count, size=30)
         await manager.append("s", later)
         outcome = await manager.compact("s", trigger="threshold")
@@ -116,12 +120,7 @@ async def test_items_appended_after_the_preparation_are_carried_verbatim(db_url:
 
 
 async def _prepare(store: SessionStore, session_id: str) -> Any:
-    slow = SlowSummarizer(store.estimator)
-    manager = background_manager(store, slow)
-    await fill_between(manager, session_id)
-    await manager.maybe_compact(session_id)
-    assert manager.background is not None
-    await manager.background.settle()
+    manager, slow = await prepared_session(store, session_id)
     assert slow.calls == 1 and await _leases(store, session_id) != []
     return manager, slow
 
@@ -216,13 +215,12 @@ async def test_an_expired_lease_is_taken_over(db_url: str) -> None:
         long_ago = datetime.now(UTC) - timedelta(hours=1)
         grant = await store.write_transaction(tx_take_lease, "s", "crashed", long_ago, 60.0)
         assert grant.outcome == "granted"
-        await manager.maybe_compact("s")
-        assert manager.background is not None
-        await manager.background.settle()
+        await prepare(manager, "s")
         assert slow.calls == 1
         [taken] = await _events(store, "s", "compact.lease_taken_over")
         assert (taken["reason"], taken["previous_holder"]) == ("expired", "crashed")
         [(holder, prepared)] = await _leases(store, "s")
+        assert manager.background is not None
         assert holder == manager.background.holder and prepared is not None
 
 
@@ -235,9 +233,7 @@ async def test_a_live_lease_of_another_holder_is_respected(db_url: str) -> None:
             tx_take_lease, "s", "elsewhere", datetime.now(UTC), 300.0
         )
         assert grant.outcome == "granted"
-        await manager.maybe_compact("s")
-        assert manager.background is not None
-        await manager.background.settle()
+        await prepare(manager, "s")
         assert slow.calls == 0
         assert [row.holder for row in await _leases(store, "s")] == ["elsewhere"]
         # At the trigger nothing prepared can be used: the model call summarizes itself.

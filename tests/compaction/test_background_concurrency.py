@@ -19,7 +19,12 @@ from sessionstore import SessionStore
 from sessionstore._items import text_of
 from sessionstore._rows import visible_rows
 from sessionstore._schema import KIND_ITEM
-from tests.support.background import SlowSummarizer, background_manager, fill_between
+from tests.support.background import (
+    SlowSummarizer,
+    background_manager,
+    fill_between,
+    prepare,
+)
 from tests.support.background_worker import CRASH_EXIT
 from tests.support.histories import turns, user
 
@@ -80,9 +85,7 @@ async def test_appends_racing_a_prepared_commit_lose_nothing(
         slow = SlowSummarizer(store.estimator)
         manager = background_manager(store, slow)
         await fill_between(manager, sid)
-        await manager.maybe_compact(sid)
-        assert manager.background is not None
-        await manager.background.settle()
+        await prepare(manager, sid)
         if move == "clear":
             await store.clear(sid)
             await manager.append(sid, turns(8, seed=50))
@@ -178,9 +181,7 @@ async def test_a_crash_mid_preparation_leaves_nothing_half_written(sqlite_url: s
         # The crashed holder's lease has expired: the next process takes it over.
         slow = SlowSummarizer(store.estimator)
         manager = background_manager(store, slow)
-        await manager.maybe_compact("s")
-        assert manager.background is not None
-        await manager.background.settle()
+        await prepare(manager, "s")
         assert slow.calls == 1
         assert await _count(store, "s", "compact.lease_taken_over") == 1
         await manager.compact("s", trigger="threshold")

@@ -82,3 +82,22 @@ async def fill_between(
     tokens = await manager.store.context_tokens(session_id)
     assert tokens < high, f"one turn jumped from under {low} to {tokens} >= {high}"
     return count
+
+
+async def prepare(manager: CompactionManager, session_id: str) -> None:
+    """Run the turn-boundary check (past `prepare_at` it starts a preparation) and wait for
+    the preparation to end."""
+    await manager.maybe_compact(session_id)
+    assert manager.background is not None, "background compaction is off"
+    await manager.background.settle()
+
+
+async def prepared_session(
+    store: SessionStore, session_id: str
+) -> tuple[CompactionManager, SlowSummarizer]:
+    """A session past `prepare_at` whose summary was prepared, its manager and summarizer."""
+    slow = SlowSummarizer(store.estimator)
+    manager = background_manager(store, slow)
+    await fill_between(manager, session_id)
+    await prepare(manager, session_id)
+    return manager, slow
