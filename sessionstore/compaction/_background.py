@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any, Final, Protocol
 
 from .._archive_codec import encode_line
+from .._errors import SealedDataError
 from .._events import Event
 from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
@@ -205,7 +206,13 @@ class BackgroundCompactor:
         }
         digest = prefix_digest(plan.prior_summary, plan.remainder)
         lost = await store.write_transaction(
-            tx_save_prepared, session_id, self.holder, digest, prepared, _now()
+            tx_save_prepared,
+            session_id,
+            self.holder,
+            digest,
+            prepared,
+            _now(),
+            store.session_keys,
         )
         fields = {
             "covered_from_seq": plan.remainder[0].first_seq,
@@ -243,7 +250,14 @@ class BackgroundCompactor:
         await self.settle(session_id)
         self._quiet_until.pop(session_id, None)  # the next cycle may prepare again
         store = self.manager.store
-        lease = await store.read_snapshot(read_lease, session_id)
+        try:
+            lease = await store.read_snapshot(read_lease, session_id, store.session_keys)
+        except SealedDataError:  # altered, or sealed for another session: never used
+            lease = await store.read_snapshot(read_lease, session_id)
+            assert lease is not None
+            await store.write_transaction(tx_drop, session_id, lease.holder)
+            await store.record_events([self._discarded(session_id, "unreadable")])
+            return None
         if lease is None or lease.prepared is None:
             return None
         reason, prepared = self._match(lease, snapshot_start, plan, extra_tokens)

@@ -3,28 +3,37 @@
 Each function is one transaction under the session's lock (a row lock on PostgreSQL, the
 write lock on SQLite), so two processes deciding about one lease see each other's decision.
 Lease times are the holders' UTC clocks: processes sharing a database are expected to
-keep their clocks in sync (NTP), as any lease in a distributed system does.
+keep their clocks in sync (NTP), as any lease in a distributed system does. A session whose
+payloads are encrypted gets its prepared result sealed with the same data key (bound to this
+table and the session), so the summary is never at rest in plain text when its rows are not.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 import sqlalchemy as sa
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection
 
+from .._errors import SealedDataError
 from .._events import Event
 from .._payload_sealing import SessionKeys
 from .._schema import compaction_leases as leases
 from .._schema import events
-from .._session_sql import lock_session
+from .._session_sql import SESSION_ROW, lock_session
 from ._persist import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
 
 Outcome = Literal["granted", "held", "ready", "no_session"]
 _BY_SESSION: Final = sa.select(leases).where(leases.c.session_id == sa.bindparam("sid"))
+_NONCE: Final = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +64,7 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def _lease(row: Any) -> Lease:
+def _lease(row: Any, prepared: Mapping[str, Any] | None) -> Lease:
     prepared_at = row.prepared_at
     return Lease(
         session_id=row.session_id,
@@ -63,15 +72,50 @@ def _lease(row: Any) -> Lease:
         expires_at=_utc(row.expires_at),
         context_start_seq=int(row.context_start_seq),
         prefix_sha256=row.prefix_sha256,
-        prepared=row.prepared,
+        prepared=prepared,
         prepared_at=None if prepared_at is None else _utc(prepared_at),
     )
 
 
-def read_lease(conn: Connection, session_id: str) -> Lease | None:
-    """The session's lease row, if any."""
+def read_lease(conn: Connection, session_id: str, keys: SessionKeys | None = None) -> Lease | None:
+    """The session's lease row, if any; with `keys`, its prepared result opened (a sealed
+    one that does not open raises SealedDataError), without, left as stored."""
     row = conn.execute(_BY_SESSION, {"sid": session_id}).first()
-    return None if row is None else _lease(row)
+    if row is None:
+        return None
+    prepared = row.prepared
+    if keys is not None and isinstance(prepared, Mapping) and "sealed" in prepared:
+        session = conn.execute(SESSION_ROW, {"sid": session_id}).first()
+        if session is None or session.payload_wrapped_key is None:
+            raise SealedDataError(f"prepared compaction of {session_id!r}", "no session key")
+        prepared = _open(keys.cipher(dict(session._mapping)), session_id, prepared["sealed"])
+    return _lease(row, prepared)
+
+
+def _context(session_id: str) -> bytes:
+    """Associated data of a sealed prepared result: this table and the session."""
+    sid = session_id.encode("utf-8", "surrogatepass")
+    return b"compaction_leases|%d:%s" % (len(sid), sid)
+
+
+def _seal(cipher: AESGCM, session_id: str, prepared: Mapping[str, Any]) -> dict[str, str]:
+    nonce = os.urandom(_NONCE)
+    text = json.dumps(prepared, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    sealed = nonce + cipher.encrypt(nonce, text, _context(session_id))
+    return {"sealed": base64.b64encode(sealed).decode("ascii")}
+
+
+def _open(cipher: AESGCM, session_id: str, sealed: str) -> Mapping[str, Any]:
+    blob = base64.b64decode(sealed)
+    try:
+        text = cipher.decrypt(blob[:_NONCE], blob[_NONCE:], _context(session_id))
+    except InvalidTag:
+        raise SealedDataError(
+            f"prepared compaction of {session_id!r}",
+            "it was altered, or sealed for another session",
+        ) from None
+    opened: Mapping[str, Any] = json.loads(text.decode("utf-8", "surrogatepass"))
+    return opened
 
 
 def tx_take_lease(
@@ -116,9 +160,11 @@ def tx_save_prepared(
     prefix_sha256: str,
     prepared: Mapping[str, Any],
     now: datetime,
+    keys: SessionKeys,
 ) -> str | None:
-    """Store a prepared compaction in the holder's lease row; None when stored, otherwise
-    why not (the lease was lost or the context restarted meanwhile: it would be stale)."""
+    """Store a prepared compaction in the holder's lease row (sealed if the session's
+    payloads are); None when stored, otherwise why not (the lease was lost or the context
+    restarted meanwhile: it would be stale)."""
     session = lock_session(conn, session_id)
     if session is None:
         return "session_deleted"
@@ -128,10 +174,13 @@ def tx_save_prepared(
     if int(session.context_start_seq) != found.context_start_seq:
         conn.execute(leases.delete().where(leases.c.session_id == session_id))
         return "context_restarted"
+    stored = dict(prepared)
+    if session.payload_wrapped_key is not None:
+        stored = _seal(keys.cipher(dict(session._mapping)), session_id, prepared)
     conn.execute(
         leases.update()
         .where(leases.c.session_id == session_id)
-        .values(prefix_sha256=prefix_sha256, prepared=dict(prepared), prepared_at=now)
+        .values(prefix_sha256=prefix_sha256, prepared=stored, prepared_at=now)
     )
     return None
 

@@ -5,13 +5,14 @@ foreground) when the session moved under it; the lease keeps one summarizer per 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from sessionstore import SessionStore
+from sessionstore import Keyring, LocalKey, SessionStore
 from sessionstore.compaction._leases import tx_take_lease
 from tests.support.background import (
     SlowSummarizer,
@@ -33,8 +34,6 @@ async def _events(store: SessionStore, session_id: str, name: str) -> list[dict[
 
 
 def _json(value: Any) -> dict[str, Any]:
-    import json
-
     return value if isinstance(value, dict) else json.loads(value)
 
 
@@ -258,3 +257,36 @@ async def test_background_compaction_is_off_by_default(db_url: str) -> None:
         assert manager.background is None and slow.calls == 0
         assert await _leases(store, "s") == []
         await manager.append("s", [user("x")])
+
+
+async def test_an_encrypted_session_s_prepared_summary_is_sealed(db_url: str) -> None:
+    """Not at rest in plain text when the rows are not; bound to its session, so one moved
+    to another session's lease row is discarded, never used."""
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(
+        db_url, create_tables=True, keyring=keyring, encrypt_payloads=True
+    ) as store:
+        manager, slow = await prepared_session(store, "a")
+        await prepared_session(store, "b")
+        async with store.engine.connect() as conn:
+            raw = (
+                await conn.execute(
+                    sa.text("SELECT prepared FROM compaction_leases ORDER BY session_id")
+                )
+            ).all()
+        stored = [_json(row[0]) for row in raw]
+        assert all(list(found) == ["sealed"] for found in stored)
+        assert "turn" not in json.dumps(stored)  # the conversation's words are not there
+        await manager.compact("a", trigger="threshold")
+        assert slow.calls == 1
+        assert len(await _events(store, "a", "compact.prepared_committed")) == 1
+        # b's sealed result under another session's id does not open.
+        async with store.engine.begin() as conn:
+            await conn.execute(
+                sa.text("UPDATE compaction_leases SET session_id = 'a' WHERE session_id = 'b'")
+            )
+        await manager.append("a", turns(6, seed=200))
+        await manager.compact("a", trigger="threshold")
+        [discarded] = await _events(store, "a", "compact.prepared_discarded")
+        assert discarded["reason"] == "unreadable"
+        assert slow.calls == 2
