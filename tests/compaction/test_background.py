@@ -13,6 +13,12 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import Keyring, LocalKey, SessionStore
+from sessionstore.compaction import (
+    BackgroundPolicy,
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+)
 from sessionstore.compaction._leases import tx_take_lease
 from tests.support.background import (
     SlowSummarizer,
@@ -21,7 +27,7 @@ from tests.support.background import (
     prepare,
     prepared_session,
 )
-from tests.support.histories import turns, user
+from tests.support.histories import turns
 
 
 async def _events(store: SessionStore, session_id: str, name: str) -> list[dict[str, Any]]:
@@ -248,15 +254,20 @@ async def test_deleting_a_session_removes_its_lease(db_url: str) -> None:
 
 
 async def test_background_compaction_is_off_by_default(db_url: str) -> None:
+    assert CompactionPolicy().background == BackgroundPolicy(
+        enabled=False, prepare_at=0.7, lease_s=300.0
+    )
     async with SessionStore(db_url, create_tables=True) as store:
         slow = SlowSummarizer(store.estimator)
-        manager = background_manager(store, slow, enabled=False)
-        await fill_between(manager, "s")
+        policy = CompactionPolicy(hard_cap_buffer=200, keep_recent_turns=2)
+        manager = CompactionManager(
+            CompactionConfig(max_context_tokens=4_000, policy=policy, store=store, summarizer=slow)
+        )
+        await fill_between(manager, "s")  # past prepare_at, under the trigger
         await manager.maybe_compact("s")
         await manager.before_model_call("s")
         assert manager.background is None and slow.calls == 0
         assert await _leases(store, "s") == []
-        await manager.append("s", [user("x")])
 
 
 async def test_an_encrypted_session_s_prepared_summary_is_sealed(db_url: str) -> None:
