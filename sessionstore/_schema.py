@@ -297,6 +297,28 @@ archive_members: Final = sa.Table(
     sa.Index(None, "archive_id"),
 )
 
+# Background compaction (0017): one row per session while a summarizer prepares its next
+# compaction off the request path, then holding the prepared result until a compaction at
+# the trigger commits or discards it. The row is the lease: a second process (or store) never
+# prepares the same session while it is held and unexpired; an expired one is taken over.
+compaction_leases: Final = sa.Table(
+    "compaction_leases",
+    metadata,
+    sa.Column("session_id", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),  # who prepares: host, process, random
+    sa.Column("acquired_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+    # The session's context start when the lease was taken: a compaction, clear or rewind
+    # since then moves it, and a result prepared for the old context is discarded.
+    sa.Column("context_start_seq", sa.BigInteger, nullable=False),
+    # NULL while preparing. Then: SHA-256 of the rows summarized (the prefix that must still
+    # be there, unchanged, at the trigger) and the prepared compaction itself (JSON).
+    sa.Column("prefix_sha256", sa.String(64), nullable=True),
+    sa.Column("prepared", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("prepared_at", sa.DateTime(timezone=True), nullable=True),
+    sa.ForeignKeyConstraint(["session_id"], ["sessions.session_id"], ondelete="CASCADE"),
+)
+
 RETENTION_ACTIONS: Final = (
     "purge_compacted_plaintext",
     "delete_idle_sessions",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SummaryToolCallError,
         SummaryTooLongError,
     )
+    from ._background_policy import BackgroundPolicy
     from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
@@ -87,6 +88,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "SummaryRequest": ("._summarizer", "SummaryRequest"),
     "SummaryResult": ("._summarizer", "SummaryResult"),
     "TruncationPolicy": ("._truncate", "TruncationPolicy"),
+    "BackgroundPolicy": ("._background_policy", "BackgroundPolicy"),
     # The original design's names: the very same classes.
     "CompactManager": ("._manager", "CompactionManager"),
     "CompactConfig": ("._manager", "CompactionConfig"),
@@ -100,6 +102,7 @@ __all__ = [
     "BUILTIN_STRATEGIES",
     "SUMMARY_PREFIX",
     "SUMMARY_START",
+    "BackgroundPolicy",
     "CompactConfig",
     "CompactError",
     "CompactErrorReason",

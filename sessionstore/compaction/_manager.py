@@ -31,9 +31,11 @@ from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ..archive._sinks import ArchiveDelivery, ArchiveSink
+from ._background import BackgroundCompactor
 from ._extractive import ExtractiveSummarizer
 from ._factsheet import Carried, carry_forward
 from ._fixed_costs import FixedCostCache
+from ._leases import tx_commit_releasing
 from ._marker import SUMMARY_START
 from ._message import as_item
 from ._observers import CompactionObserver
@@ -43,7 +45,6 @@ from ._persist import (
     CompactionWrite,
     archived_record,
     encode_replaced,
-    tx_commit_compaction,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
 from ._preflight import PreflightDecision
@@ -168,6 +169,12 @@ class CompactionManager:
         self._observers: list[CompactionObserver] = []
         self._locks = KeyedLocks("the compaction lock of session")
         self._consecutive: dict[str, int] = {}
+        # Summaries prepared off the request path (docs/COMPACTION.md, "Background compaction").
+        self.background = (
+            BackgroundCompactor(self, self.config.max_context_tokens)
+            if self.policy.background.enabled
+            else None
+        )
 
     # ------------------------------------------------------- integration points
 
@@ -184,6 +191,7 @@ class CompactionManager:
         """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
         decision = self.decide(await self.store.context_tokens(session_id))
         if not decision.triggered:
+            self._prepare_if_due(session_id, decision.t_est, 0)
             return None
         outcome = await self.compact(session_id, trigger=decision.reason, note="turn boundary")
         return outcome
@@ -272,6 +280,7 @@ class CompactionManager:
         if decision.triggered or self.config.record_idle_decisions:
             await self.store.record_events(decide.events(stored_tokens, decision))
         if not decision.triggered:
+            self._prepare_if_due(session_id, decision.t_est, decide.extra_tokens)
             return False
         outcome = await self.compact(
             session_id,
@@ -297,6 +306,16 @@ class CompactionManager:
         return PreflightDecision(
             self, session_id, unsaved_tokens, system, schema, self.config.record_idle_decisions
         )
+
+    def prepare_if_due(self, decided: PreflightDecision) -> None:
+        """After an idle pre-flight decision: start a background preparation if the estimate
+        it was taken from passed the policy's `prepare_at` (no I/O when it did not)."""
+        if decided.last_estimate is not None:
+            self._prepare_if_due(decided.session_id, decided.last_estimate, decided.extra_tokens)
+
+    def _prepare_if_due(self, session_id: str, t_est: int, extra_tokens: int) -> None:
+        if self.background is not None:
+            self.background.consider(session_id, t_est, extra_tokens)
 
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"
@@ -417,17 +436,8 @@ class CompactionManager:
             trigger if trigger in ("manual", "overflow") else None
         )
         decision = self.decide(tokens_before, forced)
-        units = build_units(visible, self.policy)
-        max_tokens = self.config.max_context_tokens
         try:
-            plan, summary_budget = fit(
-                units,
-                self.policy,
-                target=self.policy.target(max_tokens),
-                ceiling=self.policy.ceiling(max_tokens),
-                fixed_tokens=extra_tokens,
-                estimator=self.estimator,
-            )
+            plan, summary_budget = self.plan(visible, extra_tokens)
         except CompactionError as exc:
             await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
             raise
@@ -447,24 +457,28 @@ class CompactionManager:
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
+        snapshot_start = _own_start(session_id, rows)
+        prepared = None
+        if self.background is not None:
+            prepared = await self.background.claim(session_id, snapshot_start, plan, extra_tokens)
+        if prepared is not None:  # summarized before the trigger, still the same prefix
+            plan = prepared.plan
         replaced = plan.replaced_rows
         redact = self.store.redactor.value if self.store.redact_archives else None
         # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock.
         archive = asyncio.ensure_future(asyncio.to_thread(encode_replaced, replaced, redact))
         try:
-            summary = self._scrubbed(
-                plan,
-                await self._summarize(
-                    session_id, plan, strategy or self.policy.strategy, summary_budget
-                ),
-            )
+            if prepared is None:
+                summary = await self.summary_for(session_id, plan, summary_budget, strategy)
+            else:
+                summary = _Summary(prepared.text, prepared.strategy, None, prepared.events)
             archive_body = await archive
         finally:
             archive.cancel()  # a no-op once it finished; never left unawaited on an error
         layers = Layers.of(plan)
         write = CompactionWrite(
             session_id=session_id,
-            snapshot_start=_own_start(session_id, rows),
+            snapshot_start=snapshot_start,
             snapshot_last=rows[-1].seq,
             pinned=[row for unit in plan.pinned for row in unit.rows],
             summary_text=summary.text,
@@ -480,7 +494,7 @@ class CompactionManager:
                 "fallback": summary.fallback,
                 "note": note,
                 "model": self.config.model,
-                "summarizer": self.summarizer.name,
+                "summarizer": self.summarizer.name if prepared is None else prepared.summarizer,
                 "kept": _kept_record(plan),
                 "tokens_before": tokens_before,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -504,7 +518,11 @@ class CompactionManager:
             ),
         )
         result = await self.store.write_transaction(
-            tx_commit_compaction, write, self.estimator.count_item, self.store.session_keys
+            tx_commit_releasing,
+            write,
+            self.estimator.count_item,
+            self.store.session_keys,
+            None if prepared is None else prepared.holder,
         )
         if result is None:
             return None
@@ -585,6 +603,29 @@ class CompactionManager:
             )
 
     # ---------------------------------------------------------- summarizing
+
+    def plan(self, visible: Sequence[StoredRow], extra_tokens: int) -> tuple[Partition, int]:
+        """The partition of a context's visible rows that fits the target with room for
+        `extra_tokens`, and the summary's allowance (raises InsufficientBudget)."""
+        max_tokens = self.config.max_context_tokens
+        return fit(
+            build_units(visible, self.policy),
+            self.policy,
+            target=self.policy.target(max_tokens),
+            ceiling=self.policy.ceiling(max_tokens),
+            fixed_tokens=extra_tokens,
+            estimator=self.estimator,
+        )
+
+    async def summary_for(
+        self, session_id: str, plan: Partition, max_tokens: int, strategy: str | None = None
+    ) -> _Summary:
+        """The plan's summary with the fallbacks applied, scrubbed of the secrets found in
+        what it summarizes (the foreground compaction and a background preparation)."""
+        strategy_name = strategy or self.policy.strategy
+        return self._scrubbed(
+            plan, await self._summarize(session_id, plan, strategy_name, max_tokens)
+        )
 
     async def _summarize(
         self, session_id: str, plan: Partition, strategy_name: str, max_tokens: int

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._background_policy import BackgroundPolicy
 from ._truncate import TruncationPolicy
 
 
@@ -42,6 +43,7 @@ class CompactionPolicy(BaseModel):
     summary_role: Literal["assistant", "user"] = "assistant"
     max_consecutive_compactions: int = Field(3, ge=1)
     truncation: TruncationPolicy = Field(default_factory=TruncationPolicy)
+    background: BackgroundPolicy = Field(default_factory=BackgroundPolicy)
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> CompactionPolicy:
@@ -72,6 +74,10 @@ class CompactionPolicy(BaseModel):
         if self.soft_limit_tokens is not None:
             limits.append(self.soft_limit_tokens)
         return min(limits)
+
+    def prepare_threshold(self, max_context_tokens: int) -> int:
+        """The smallest estimate at which background compaction prepares a summary."""
+        return math.ceil(self.background.prepare_at * self.threshold(max_context_tokens))
 
     def ceiling(self, max_context_tokens: int) -> int:
         """After compacting, a context above this is an error (hard limit or budget)."""

@@ -9,7 +9,7 @@ no separate read before it, and rows another process appended meanwhile are coun
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._events import Event
@@ -38,14 +38,24 @@ class PreflightDecision:
     system_tokens: int
     schema_tokens: int
     record_idle: bool  # store below-threshold decisions too
+    # The last estimate decided from (a decision may be taken again, on another thread):
+    # what the background preparation compares with its threshold after the call.
+    _estimates: list[int] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def extra_tokens(self) -> int:
         """What the call adds to the stored context."""
         return self.unsaved_tokens + self.system_tokens + self.schema_tokens
 
+    @property
+    def last_estimate(self) -> int | None:
+        """The estimate of the last decision taken, None before any."""
+        return self._estimates[-1] if self._estimates else None
+
     def decision(self, stored_tokens: int) -> TriggerDecision:
-        return self.manager.decide(stored_tokens + self.extra_tokens)
+        decision = self.manager.decide(stored_tokens + self.extra_tokens)
+        self._estimates[:] = [decision.t_est]
+        return decision
 
     def events(self, stored_tokens: int, decision: TriggerDecision) -> list[Event]:
         """The estimate, and for an idle decision the decision (a compaction records its own)."""

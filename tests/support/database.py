@@ -15,6 +15,7 @@ from sessionstore._schema import archives, events, messages, sessions
 
 # Every table, children before parents (the order deletes must take).
 TABLES = (
+    "compaction_leases",
     "events",
     "model_calls",
     "archive_members",

@@ -90,6 +90,8 @@ async def filter_model_input(
         )
         sent, digest = await _prepared(manager, run, items, unsaved, instructions)
         row_id = await record(sent.input, digest=digest)
+    else:  # idle: past `prepare_at`, a summary is prepared off the request path
+        manager.prepare_if_due(decide)
     run.pending_calls.append((row_id, model))
     return sent
 

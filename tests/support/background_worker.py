@@ -1,0 +1,42 @@
+"""A process that prepares one session's compaction in the background, for the tests that
+need two real processes on one database (`python -m tests.support.background_worker`).
+
+Modes: `prepare` summarizes (slowly, so two workers overlap) and prints how many summarizer
+calls it made; `crash` takes the lease and dies inside the summarizer, as a killed process
+would, without releasing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from sessionstore import SessionStore
+from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from tests.support.background import SlowSummarizer, background_manager
+
+CRASH_EXIT = 3
+
+
+class CrashingSummarizer(SlowSummarizer):
+    """Dies mid-call: the process exits with no cleanup, like a kill -9."""
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        os._exit(CRASH_EXIT)
+
+
+async def main(url: str, session_id: str, mode: str, lease_s: float) -> None:
+    async with SessionStore(url) as store:
+        kind = CrashingSummarizer if mode == "crash" else SlowSummarizer
+        summarizer = kind(store.estimator, delay_s=0.5)
+        manager = background_manager(store, summarizer, lease_s=lease_s)
+        assert manager.background is not None
+        await manager.maybe_compact(session_id)
+        await manager.background.settle()
+        print(json.dumps({"calls": summarizer.calls, "holder": manager.background.holder}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
