@@ -170,6 +170,14 @@ class BackgroundCompactor:
             if grant.outcome != "granted":
                 return
             await self._prepare_holding(session_id, extra_tokens)
+        except asyncio.CancelledError:
+            # Its loop is ending (`asyncio.run` per request) or it was cancelled: hand the
+            # lease back so the next request, on its own loop, can prepare again, instead
+            # of the session waiting a whole lease period.
+            self._quiet_until.pop(session_id, None)
+            await self._release(session_id)
+            await self._record_quietly([self._discarded(session_id, "cancelled")])
+            raise
         except Exception as exc:  # a background task must never fail unseen
             await self._release(session_id)
             await self._record_quietly(

@@ -301,3 +301,28 @@ async def test_an_encrypted_session_s_prepared_summary_is_sealed(db_url: str) ->
         [discarded] = await _events(store, "a", "compact.prepared_discarded")
         assert discarded["reason"] == "unreadable"
         assert slow.calls == 2
+
+
+def test_a_preparation_cut_short_by_its_loop_ending_hands_the_lease_back(db_url: str) -> None:
+    """`asyncio.run` per request: the loop that started a preparation ends before the
+    summarizer returns; the next request's loop prepares again at once (no lease left)."""
+    store = SessionStore(db_url, create_tables=True)
+    slow = SlowSummarizer(store.estimator, delay_s=60.0)
+    manager = background_manager(store, slow)
+
+    async def first_request() -> None:
+        await fill_between(manager, "s")
+        await manager.maybe_compact("s")  # starts the preparation on this loop
+        await slow.started.wait()
+
+    asyncio.run(first_request())  # the loop ends mid-summary
+    assert asyncio.run(_leases(store, "s")) == []
+    [cut] = asyncio.run(_events(store, "s", "compact.prepared_discarded"))
+    assert cut["reason"] == "cancelled"
+    slow.delay_s = 0.0
+    asyncio.run(prepare(manager, "s"))
+    assert slow.calls == 2
+    [(holder, prepared)] = asyncio.run(_leases(store, "s"))
+    assert manager.background is not None
+    assert holder == manager.background.holder and prepared is not None
+    asyncio.run(store.close())
