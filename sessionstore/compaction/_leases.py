@@ -14,7 +14,7 @@ import base64
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
@@ -232,4 +232,5 @@ def tx_commit_releasing(
             },
         )
         conn.execute(events.insert(), [superseded.row()])
+        return replace(result, events=(*result.events, superseded))  # exported with the rest
     return result

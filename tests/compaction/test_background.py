@@ -20,6 +20,8 @@ from sessionstore.compaction import (
     CompactionPolicy,
 )
 from sessionstore.compaction._leases import tx_take_lease
+from sessionstore.exporters._bus import EventBus
+from sessionstore.exporters._callback import CallbackExporter
 from tests.support.background import (
     SlowSummarizer,
     background_manager,
@@ -157,17 +159,24 @@ async def test_a_prepared_summary_is_discarded_when_the_session_moved(
 
 
 async def test_another_compaction_supersedes_a_prepared_summary(db_url: str) -> None:
-    async with SessionStore(db_url, create_tables=True) as store:
-        manager, slow = await _prepare(store, "s")
-        other = background_manager(store, enabled=False)  # another process's manager
-        done = await other.compact("s", trigger="manual")
-        [discarded] = await _events(store, "s", "compact.prepared_discarded")
-        assert discarded["reason"] == "superseded"
-        assert discarded["compaction_id"] == done.result.compaction_id  # type: ignore[union-attr]
-        assert await _leases(store, "s") == []
-        await manager.append("s", turns(2, seed=100))
-        await manager.compact("s", trigger="threshold")
-        assert slow.calls == 2  # nothing prepared is left: summarized in the foreground
+    exported: list[dict[str, Any]] = []
+    with EventBus([CallbackExporter(exported.append)]) as bus:
+        async with SessionStore(db_url, create_tables=True, publisher=bus) as store:
+            manager, slow = await _prepare(store, "s")
+            other = background_manager(store, enabled=False)  # another process's manager
+            done = await other.compact("s", trigger="manual")
+            [discarded] = await _events(store, "s", "compact.prepared_discarded")
+            assert discarded["reason"] == "superseded"
+            assert discarded["compaction_id"] == done.result.compaction_id  # type: ignore[union-attr]
+            assert await _leases(store, "s") == []
+            await manager.append("s", turns(2, seed=100))
+            await manager.compact("s", trigger="threshold")
+            assert slow.calls == 2  # nothing prepared is left: summarized in the foreground
+        assert bus.flush(5.0)
+    # Exporters see it too, not only the events table.
+    assert [e["reason"] for e in exported if e["event"] == "compact.prepared_discarded"] == [
+        "superseded"
+    ]
 
 
 async def test_a_preparation_overtaken_by_a_compaction_discards_its_result(
