@@ -46,6 +46,7 @@ assert (
         "append_token",
         "payload_digest",
         "digest",
+        "agent",
     )
     == HOT_COLUMNS
 ), HOT_COLUMNS
@@ -107,7 +108,8 @@ _SQLITE_ADVANCE_CHAIN_SQL: Final = """
 # Placeholders, in order: session id, item count, token sum, encoding, then one array per
 # column (roles, item types, tool names, call ids, tokens, protected, payloads), the batch's
 # idempotency token (stored on its first row), the expected last_seq and chain head, the
-# new chain head, start and wrapped key, then sealed payloads, payload digests and digests.
+# new chain head, start and wrapped key, then sealed payloads, payload digests and digests,
+# and the agent that produced the batch (one value for all its rows).
 PG_APPEND_SQL: Final = """
     WITH updated AS (
         UPDATE sessions SET
@@ -134,10 +136,11 @@ PG_APPEND_SQL: Final = """
     )
     INSERT INTO messages
         (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
-         append_token, payload_sealed, payload_digest, digest)
+         append_token, payload_sealed, payload_digest, digest, agent)
     SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
            batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
-           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest
+           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest,
+           $22::text
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
                 CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
@@ -219,7 +222,14 @@ def prepared_rows(
             strict=True,
         )
         bodies, digests, head = extend_plain(
-            start.key, start.head, batch.session_id, first, KIND_ITEM, plain, batch.token
+            start.key,
+            start.head,
+            batch.session_id,
+            first,
+            KIND_ITEM,
+            plain,
+            batch.token,
+            batch.agent,
         )
         columns = {**start.updates, "chain_head": head}
         payloads: list[str | None] = list(batch.payloads)
@@ -269,6 +279,7 @@ def pg_append_args(
         prepared.sealed,
         prepared.bodies,
         prepared.digests,
+        batch.agent,
     )
     return args, chained
 
@@ -304,7 +315,8 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
 
 def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
     """The rows in HOT_COLUMNS order: the batch's own columns with the prepared payload (None
-    once sealed), then the sealed payload, the batch token, the payload digest and digest."""
+    once sealed), then the sealed payload, the batch token, the payload digest, digest and
+    agent."""
     for row, payload, sealed, body, digest in zip(
         batch.rows(first),
         prepared.payloads,
@@ -313,7 +325,7 @@ def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tu
         prepared.digests,
         strict=True,
     ):
-        yield (*row[:9], payload, sealed, row[10], body, digest)
+        yield (*row[:9], payload, sealed, row[10], body, digest, row[11])
 
 
 def sqlite_active_rows(
