@@ -50,8 +50,7 @@ def check_agent_name(agent: object, *, allow_none: bool = True) -> str | None:
         raise ValueError("agent must name an agent: it is empty or only whitespace")
     if len(agent) > MAX_AGENT_NAME:
         raise ValueError(
-            f"agent is {len(agent)} characters long; an agent name holds at most "
-            f"{MAX_AGENT_NAME}"
+            f"agent is {len(agent)} characters long; an agent name holds at most {MAX_AGENT_NAME}"
         )
     if not is_utf8(agent):
         raise ValueError(
@@ -69,9 +68,7 @@ def check_agent_name(agent: object, *, allow_none: bool = True) -> str | None:
 def items_of(rows: Iterable[StoredRow], agent: str, limit: int | None) -> list[dict[str, Any]]:
     """The items `agent` produced among the visible rows of a context, in order; `limit`
     keeps the newest (the SDK's rule: 0 nothing, negative or None everything)."""
-    items = [
-        row.item for row in visible_rows(rows) if row.agent == agent and row.item is not None
-    ]
+    items = [row.item for row in visible_rows(rows) if row.agent == agent and row.item is not None]
     if limit == 0:
         return []
     return items[-limit:] if limit is not None and limit > 0 else items

@@ -23,8 +23,8 @@ AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 # A StoredRow's columns in its field order (the item last), then the payload and its sealed
-# form, then the agent. The payload is read as JSON text on both backends, so a compaction's 10,000 payloads
-# are parsed in one call instead of one by one in PostgreSQL's driver.
+# form, then the agent. The payload is read as JSON text on both backends, so a compaction's
+# 10,000 payloads are parsed in one call instead of one by one in PostgreSQL's driver.
 ROW_COLUMNS: Final = (
     messages.c.session_id,
     messages.c.seq,

@@ -5,6 +5,7 @@ it; a new store reloads the identical context."""
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 from agents import Agent, SQLiteSession
 from agents.tracing import agent_span, custom_span
@@ -47,7 +48,8 @@ async def test_a_handoff_run_is_stored_once_per_item_with_its_agent(
             "transfer_to_billing",
         ]
         billing = await store.load_context("conv", agent="billing")
-        assert billing == [item for item, who in zip(expected, PRODUCERS) if who == "billing"]
+        produced = zip(expected, PRODUCERS, strict=True)
+        assert billing == [item for item, who in produced if who == "billing"]
         assert (await store.verify_history("conv")).ok
     async with SessionStore(db_url) as reopened:  # a restart: the same context, same agents
         assert await SQLSession("conv", reopened).get_items() == expected
