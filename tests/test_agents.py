@@ -3,6 +3,8 @@ is covered by the hash chain, and gives per-agent views of a session."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from tests.support.database import edit_rows
 from tests.support.histories import assistant, call, output, user
 
 K1 = LocalKey.generate("k1")
+SCHEMA_MD = Path(__file__).resolve().parents[1] / "docs" / "SCHEMA.md"
 
 
 def _triage_then_billing(n: int) -> list[tuple[str | None, list[dict[str, Any]]]]:
@@ -193,18 +196,25 @@ async def test_an_edited_agent_is_found_by_verify(db_url: str, edit: str, keyed:
         ]
 
 
-async def test_the_agent_column_answers_sql(db_url: str) -> None:
-    """The query docs/SCHEMA.md shows: which tools each agent called."""
+def _documented_queries() -> list[str]:
+    """The SQL of docs/SCHEMA.md's section on agents, as printed."""
+    text = SCHEMA_MD.read_text(encoding="utf-8").split("## Agents:", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", text, re.S)
+
+
+async def test_the_documented_queries_answer_their_questions(db_url: str) -> None:
     async with SessionStore(db_url, create_tables=True) as store:
-        await _converse(store, "s", 2)
-        query = sa.text(
-            "SELECT agent, tool_name, count(*) FROM messages WHERE session_id = 's' "
-            "AND kind = 'item' AND item_type = 'function_call' GROUP BY agent, tool_name "
-            "ORDER BY agent"
-        )
+        await _converse(store, "user-42", 2)
+        await store.pop("user-42")  # billing's last answer: gone from the context
+        tools, context = _documented_queries()
         async with store.engine.connect() as conn:
-            found = [tuple(row) for row in (await conn.execute(query)).all()]
-        assert found == [("billing", "refund", 2), ("triage", "transfer_to_billing", 2)]
+            per_agent = [tuple(row) for row in (await conn.execute(sa.text(tools))).all()]
+            billing = [row.seq for row in (await conn.execute(sa.text(context))).all()]
+        assert per_agent == [("billing", "refund", 2), ("triage", "transfer_to_billing", 2)]
+        expected = await store.load_context("user-42", agent="billing")
+        rows = {row.seq: row.item for row in await store.history("user-42")}
+        assert [rows[seq] for seq in billing] == expected
+        assert billing == [4, 5, 6, 10, 11]
 
 
 _agents = st.sampled_from([None, "triage", "billing", "Billing Agent"])
