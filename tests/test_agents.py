@@ -167,6 +167,21 @@ async def test_compaction_carries_and_rewinds_copy_the_agent_and_summaries_name_
         assert (await store.verify_history("s")).ok
 
 
+async def test_a_branch_shows_the_agents_of_the_rows_it_shares(db_url: str) -> None:
+    async with SessionStore(db_url, create_tables=True) as store:
+        await _converse(store, "s", 1)
+        shared = await store.load_context("s", agent="billing")
+        await store.fork("s", "s@retry")
+        assert await store.load_context("s@retry", agent="billing") == shared
+        await store.append("s@retry", [assistant("Anything else?")], agent="billing")
+        assert await store.load_context("s@retry", agent="billing") == [
+            *shared,
+            assistant("Anything else?"),
+        ]
+        assert [row.seq for row in await store.history("s@retry", agent="billing")] == [7]
+        assert await store.load_context("s", agent="billing") == shared  # parent unchanged
+
+
 EDITED: dict[str, dict[str, Any]] = {
     "agent changed": {"seq": 4, "agent": "triage"},
     "agent removed": {"seq": 4, "agent": None},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,18 @@ def test_an_agent_without_rows_is_reported_with_the_agents_there(desk: str) -> N
 def test_a_bad_agent_name_is_a_usage_error(desk: str, name: str, phrase: str) -> None:
     result = run("sessions", "show", "desk", "--url", desk, "--agent", name)
     assert_refused(result, 2, "--agent", phrase)
+
+
+def test_export_of_the_history_carries_each_rows_agent(desk: str, tmp_path: Path) -> None:
+    out = tmp_path / "desk.jsonl"
+    done = run("sessions", "export", "desk", "--url", desk, "--history", "--output", str(out))
+    assert done.exit_code == 0, done.output
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["agent"] for line in lines] == [
+        None,
+        "triage",
+        "triage",
+        "billing",
+        "billing",
+        MARKUP_AGENT,
+    ]
