@@ -35,15 +35,15 @@ _AGENT_HISTORY: Final = (
 )
 
 
-def check_agent_name(agent: object, *, allow_none: bool = True) -> str | None:
+def check_agent_name(agent: object) -> str | None:
     """An agent name as stored in `messages.agent`: a str of 1 to 256 characters, not
-    blank, with no control characters (they would garble every listing that shows it)."""
-    if agent is None and allow_none:
+    blank, with no control characters (they would garble every listing that shows it);
+    None (no agent) passes."""
+    if agent is None:
         return None
     if not isinstance(agent, str):
-        expected = "a str or None" if allow_none else "a str"
         raise TypeError(
-            f"agent must be {expected} (the name of the agent that produced the items), "
+            "agent must be a str or None (the name of the agent that produced the items), "
             f"got a {type(agent).__name__}"
         )
     if not agent.strip():

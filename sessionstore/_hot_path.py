@@ -91,7 +91,13 @@ def sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any
 _SQLITE_UPSERT_SQL: Final = sqlite_sql(
     APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
+# A batch that names no agent is inserted without the agent column: the statement (and
+# its cost) is the one from before migration 0015, and it still runs on a database rolled
+# back below it.
 _SQLITE_INSERT_ITEM_SQL: Final = sqlite_sql(
+    messages.insert(), HOT_COLUMNS[:-1], column_keys=list(HOT_COLUMNS[:-1])
+)
+_SQLITE_INSERT_NAMED_SQL: Final = sqlite_sql(
     messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
 )
 _SQLITE_ADVANCE_CHAIN_SQL: Final = """
@@ -297,7 +303,8 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
         first = last - size + 1
         prepared = prepared_rows(batch, first, session, keys)
         chained = prepared.session
-        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, _hot_values(batch, first, prepared))
+        insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
+        cursor.executemany(insert, _hot_values(batch, first, prepared))
         cursor.execute(
             _SQLITE_ADVANCE_CHAIN_SQL,
             (
@@ -315,8 +322,9 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
 
 def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
     """The rows in HOT_COLUMNS order: the batch's own columns with the prepared payload (None
-    once sealed), then the sealed payload, the batch token, the payload digest, digest and
-    agent."""
+    once sealed), then the sealed payload, the batch token, the payload digest, digest and,
+    when the batch names one, the agent."""
+    named = () if batch.agent is None else (batch.agent,)
     for row, payload, sealed, body, digest in zip(
         batch.rows(first),
         prepared.payloads,
@@ -325,7 +333,7 @@ def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tu
         prepared.digests,
         strict=True,
     ):
-        yield (*row[:9], payload, sealed, row[10], body, digest, row[11])
+        yield (*row[:9], payload, sealed, row[10], body, digest, *named)
 
 
 def sqlite_active_rows(

@@ -782,9 +782,8 @@ class SessionStore:
         check_session_id(session_id)
         check_count("limit", limit)
         point = None if as_of is None else HistoryPoint.of(as_of)
-        if agent is not None:
-            named = check_agent_name(agent, allow_none=False)
-            assert named is not None
+        named = check_agent_name(agent)
+        if named is not None:
             rows = (
                 await self.context_rows(session_id)
                 if point is None
