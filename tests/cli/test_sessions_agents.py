@@ -15,6 +15,8 @@ from tests.support.histories import assistant, call, output, user
 
 # A name that is Rich markup: printed as these characters, never as bold text.
 MARKUP_AGENT = "[bold]ops[/bold]"
+# The agent of each row `_seed` writes, in order.
+PRODUCERS = [None, "triage", "triage", "billing", "billing", MARKUP_AGENT]
 
 
 def _seed(url: str) -> None:
@@ -52,14 +54,7 @@ def test_show_lists_only_the_rows_the_agent_produced(desk: str) -> None:
     ]
     assert "sk-proj" not in json.dumps(shown) and "<REDACTED>" in shown[1]["item"]["output"]
     everything = json.loads(run("sessions", "show", "desk", "--url", desk, "--json").stdout)
-    assert [row["agent"] for row in everything] == [
-        None,
-        "triage",
-        "triage",
-        "billing",
-        "billing",
-        MARKUP_AGENT,
-    ]
+    assert [row["agent"] for row in everything] == PRODUCERS
     history = json.loads(
         run(
             "sessions", "show", "desk", "--url", desk, "--history", "--agent", "triage", "--json"
@@ -98,11 +93,4 @@ def test_export_of_the_history_carries_each_rows_agent(desk: str, tmp_path: Path
     done = run("sessions", "export", "desk", "--url", desk, "--history", "--output", str(out))
     assert done.exit_code == 0, done.output
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert [line["agent"] for line in lines] == [
-        None,
-        "triage",
-        "triage",
-        "billing",
-        "billing",
-        MARKUP_AGENT,
-    ]
+    assert [line["agent"] for line in lines] == PRODUCERS
