@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._agents import check_agent_name
 from ._arguments import check_session_id, item_list
 from ._branches import Fork
 from ._errors import (
@@ -183,6 +184,7 @@ __all__ = [
     "build_event_bus",
     "build_manager",
     "build_store",
+    "check_agent_name",
     "check_retirable",
     "check_session_id",
     "decode_payload",

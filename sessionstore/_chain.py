@@ -4,7 +4,8 @@ Every row written after migration 0009 stores two digests: `payload_digest`, the
 of its payload as stored (the sealed bytes of an encrypted row, the JSON text of a plain
 one; kept when retention purges the payload), and `digest`, an HMAC-SHA256 over the
 previous row's digest and everything the row says (seq, kind, typed columns, links,
-whether it is sealed, the payload digest). The session row keeps the newest digest as
+whether it is sealed, the payload digest, and the agent that produced it when one is
+named). The session row keeps the newest digest as
 `chain_head`. Editing, deleting, reordering or injecting a row, or moving the context
 start, breaks the chain where it happened; `sessionstore verify` and the store's optional
 check on load find it.
@@ -54,6 +55,7 @@ _DEFAULTS: Final = {
     "protected": False,
     "payload": None,
     "payload_sealed": None,
+    "agent": None,
 }
 
 
@@ -83,7 +85,14 @@ def link(key: bytes, previous: bytes, row: Mapping[str, Any], body: bytes | None
     fields = [row.get(column) for column in CHAINED_COLUMNS]
     fields[8] = bool(fields[8])  # SQLite hands booleans back as 0/1
     fields.append(row.get("payload_sealed") is not None)
-    return _mac(key, previous, _encoded(fields), body)
+    return _mac(key, previous, _encoded(fields) + agent_part(row.get("agent")), body)
+
+
+def agent_part(agent: str | None) -> str:
+    """What a row's agent adds to its digest: nothing when it names none, so the digests of
+    rows written before migration 0015 (and of rows without an agent) stay what they were;
+    the encoding is self-delimiting, so a named agent cannot pass for another column."""
+    return "" if agent is None else _encoded((agent,))
 
 
 def _mac(key: bytes, previous: bytes, encoded: str, body: bytes | None) -> bytes:
@@ -102,12 +111,15 @@ def extend_plain(
     kind: str,
     rows: Iterable[tuple[str | None, str | None, str | None, str | None, int, bool, str]],
     token: str | None,
+    agent: str | None = None,
 ) -> tuple[list[bytes], list[bytes], bytes]:
     """`extend` for an append's rows with plain payloads, without a dict per row (the append
     hot path): rows are (role, item_type, tool_name, call_id, tokens, protected, payload)
-    numbered from `first`, the batch `token` on the first. Returns the payload digests, the
-    digests and the new head; the digests are exactly `extend`'s (a property test holds it)."""
+    numbered from `first`, the batch `token` on the first, every row produced by `agent`.
+    Returns the payload digests, the digests and the new head; the digests are exactly
+    `extend`'s (a property test holds it)."""
     session = _encoded((session_id,))
+    named = agent_part(agent)
     bodies: list[bytes] = []
     digests: list[bytes] = []
     for offset, (role, item_type, tool_name, call_id, tokens, protected, payload) in enumerate(
@@ -115,7 +127,7 @@ def extend_plain(
     ):
         body = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).digest()
         fields = (kind, role, item_type, tool_name, call_id, tokens, bool(protected), None, None)
-        tail = _encoded((None, None if offset else token, False))
+        tail = _encoded((None, None if offset else token, False)) + named
         head = _mac(key, head, f"{session}i{first + offset};{_encoded(fields)}{tail}", body)
         bodies.append(body)
         digests.append(head)

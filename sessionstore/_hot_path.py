@@ -46,6 +46,7 @@ assert (
         "append_token",
         "payload_digest",
         "digest",
+        "agent",
     )
     == HOT_COLUMNS
 ), HOT_COLUMNS
@@ -90,7 +91,13 @@ def sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any
 _SQLITE_UPSERT_SQL: Final = sqlite_sql(
     APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
+# A batch that names no agent is inserted without the agent column: the statement (and
+# its cost) is the one from before migration 0015, and it still runs on a database rolled
+# back below it.
 _SQLITE_INSERT_ITEM_SQL: Final = sqlite_sql(
+    messages.insert(), HOT_COLUMNS[:-1], column_keys=list(HOT_COLUMNS[:-1])
+)
+_SQLITE_INSERT_NAMED_SQL: Final = sqlite_sql(
     messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
 )
 _SQLITE_ADVANCE_CHAIN_SQL: Final = """
@@ -107,7 +114,8 @@ _SQLITE_ADVANCE_CHAIN_SQL: Final = """
 # Placeholders, in order: session id, item count, token sum, encoding, then one array per
 # column (roles, item types, tool names, call ids, tokens, protected, payloads), the batch's
 # idempotency token (stored on its first row), the expected last_seq and chain head, the
-# new chain head, start and wrapped key, then sealed payloads, payload digests and digests.
+# new chain head, start and wrapped key, then sealed payloads, payload digests and digests,
+# and the agent that produced the batch (one value for all its rows).
 PG_APPEND_SQL: Final = """
     WITH updated AS (
         UPDATE sessions SET
@@ -134,10 +142,11 @@ PG_APPEND_SQL: Final = """
     )
     INSERT INTO messages
         (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
-         append_token, payload_sealed, payload_digest, digest)
+         append_token, payload_sealed, payload_digest, digest, agent)
     SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
            batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
-           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest
+           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest,
+           $22::text
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
                 CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
@@ -219,7 +228,14 @@ def prepared_rows(
             strict=True,
         )
         bodies, digests, head = extend_plain(
-            start.key, start.head, batch.session_id, first, KIND_ITEM, plain, batch.token
+            start.key,
+            start.head,
+            batch.session_id,
+            first,
+            KIND_ITEM,
+            plain,
+            batch.token,
+            batch.agent,
         )
         columns = {**start.updates, "chain_head": head}
         payloads: list[str | None] = list(batch.payloads)
@@ -269,6 +285,7 @@ def pg_append_args(
         prepared.sealed,
         prepared.bodies,
         prepared.digests,
+        batch.agent,
     )
     return args, chained
 
@@ -286,7 +303,8 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
         first = last - size + 1
         prepared = prepared_rows(batch, first, session, keys)
         chained = prepared.session
-        cursor.executemany(_SQLITE_INSERT_ITEM_SQL, _hot_values(batch, first, prepared))
+        insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
+        cursor.executemany(insert, _hot_values(batch, first, prepared))
         cursor.execute(
             _SQLITE_ADVANCE_CHAIN_SQL,
             (
@@ -304,7 +322,9 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
 
 def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
     """The rows in HOT_COLUMNS order: the batch's own columns with the prepared payload (None
-    once sealed), then the sealed payload, the batch token, the payload digest and digest."""
+    once sealed), then the sealed payload, the batch token, the payload digest, digest and,
+    when the batch names one, the agent."""
+    named = () if batch.agent is None else (batch.agent,)
     for row, payload, sealed, body, digest in zip(
         batch.rows(first),
         prepared.payloads,
@@ -313,7 +333,7 @@ def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tu
         prepared.digests,
         strict=True,
     ):
-        yield (*row[:9], payload, sealed, row[10], body, digest)
+        yield (*row[:9], payload, sealed, row[10], body, digest, *named)
 
 
 def sqlite_active_rows(

@@ -33,6 +33,7 @@ ITEM_COLUMNS: Final = (
     "protected",
     "payload",
     "append_token",
+    "agent",
 )
 
 
@@ -57,6 +58,9 @@ class StoredRow:
     # The payload's JSON text as stored (None for rows built without it): a compaction's
     # archive reuses it instead of encoding every replaced item again.
     payload: str | None = field(default=None, repr=False, compare=False)
+    # The agent that produced the item (a multi-agent run); None for user input, markers and
+    # summaries, and when the writer did not say.
+    agent: str | None = None
 
     @property
     def visible(self) -> bool:
@@ -143,6 +147,7 @@ class Batch:
     protected: bool
     encoding: str
     token: str
+    agent: str | None = None  # the agent that produced every item of the batch
 
     def rows(self, first: int) -> list[tuple[Any, ...]]:
         """Column values (in ITEM_COLUMNS order), numbered from seq `first`."""
@@ -159,6 +164,7 @@ class Batch:
                 self.protected or info.protected,
                 payload,
                 None if offset else self.token,
+                self.agent,
             )
             for offset, (payload, info, count) in enumerate(
                 zip(self.payloads, self.infos, self.counts, strict=True)

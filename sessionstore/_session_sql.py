@@ -23,8 +23,8 @@ AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 # A StoredRow's columns in its field order (the item last), then the payload and its sealed
-# form. The payload is read as JSON text on both backends, so a compaction's 10,000 payloads
-# are parsed in one call instead of one by one in PostgreSQL's driver.
+# form, then the agent. The payload is read as JSON text on both backends, so a compaction's
+# 10,000 payloads are parsed in one call instead of one by one in PostgreSQL's driver.
 ROW_COLUMNS: Final = (
     messages.c.session_id,
     messages.c.seq,
@@ -41,6 +41,7 @@ ROW_COLUMNS: Final = (
     messages.c.created_at,
     sa.cast(messages.c.payload, sa.Text).label("payload"),
     messages.c.payload_sealed,
+    messages.c.agent,
 )
 _CHUNK: Final = 500  # rows fetched (as SQLAlchemy Rows) at a time by stored_rows
 SESSION_ROW: Final = sa.select(*sessions.c).where(sessions.c.session_id == _sid)
@@ -81,10 +82,12 @@ def stored_rows(
     chunks = rows.partitions(_CHUNK) if isinstance(rows, Result) else (rows,)
     fetched: list[tuple[Any, ...]] = []
     payloads: list[Any] = []
+    agents: list[str | None] = []
     for chunk in chunks:
         for row in chunk:
             fetched.append(row[:13])
             payloads.append(plain(row[1], row[13], row[14]))
+            agents.append(row[15])
     parsed = iter(decode_payloads([payload for payload in payloads if payload is not None]))
     return [
         StoredRow(
@@ -103,6 +106,7 @@ def stored_rows(
             None if payload is None else next(parsed),
             created_at,
             payload,
+            agent,
         )
         for (
             sid,
@@ -118,7 +122,7 @@ def stored_rows(
             compaction_id,
             archive_id,
             created_at,
-        ), payload in zip(fetched, payloads, strict=True)
+        ), payload, agent in zip(fetched, payloads, agents, strict=True)
     ]
 
 
@@ -185,7 +189,7 @@ def carried_copy(
 ) -> dict[str, Any]:
     """A copy of a visible row written anew at `seq` of `session_id` (a compaction's kept
     items, a rewind's restored context; a branch copies rows of its parent), pointing at the
-    original it copies; `item` replaces its payload."""
+    original it copies and naming the agent that produced it; `item` replaces its payload."""
     payload = item if item is not None else row.item
     assert payload is not None, f"row {row.seq} has no payload to carry"
     origin = row.ref_seq if row.kind == KIND_CARRY and row.ref_seq is not None else row.seq
@@ -202,4 +206,5 @@ def carried_copy(
         "ref_seq": origin,
         "archive_id": row.archive_id,
         "payload": encode_payload(payload, 0),
+        "agent": row.agent,
     }

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ._agents import check_agent_name, items_of, tx_agent_history
 from ._append_only import maintenance
 from ._archive_codec import encode_archive
 from ._archive_sealing import archive_columns
@@ -617,6 +618,7 @@ class SessionStore:
         protected: bool = False,
         originals: Mapping[int, Mapping[str, Any]] | None = None,
         token: str | None = None,
+        agent: str | None = None,
     ) -> list[int]:
         """Append items in order and return their seqs. All or nothing.
 
@@ -626,9 +628,11 @@ class SessionStore:
         `token` identifies the batch (one is generated when omitted): appending
         again with the token of a stored batch stores nothing and returns its seqs,
         so a retry after `StoreUnavailableError(outcome_known=False)` is safe.
+        `agent` names the agent that produced the items (`messages.agent`; None for user
+        input or when not known).
         """
         seqs, _ = await self.append_counted(
-            session_id, items, protected=protected, originals=originals, token=token
+            session_id, items, protected=protected, originals=originals, token=token, agent=agent
         )
         return seqs
 
@@ -640,6 +644,7 @@ class SessionStore:
         protected: bool = False,
         originals: Mapping[int, Mapping[str, Any]] | None = None,
         token: str | None = None,
+        agent: str | None = None,
     ) -> tuple[list[int], int]:
         """`append`, also returning the tokens the items were counted at (what an importer
         reports, without counting every item a second time)."""
@@ -647,6 +652,7 @@ class SessionStore:
         items = item_list(items)
         protected = check_flag("protected", protected)
         token = _append_token(token)
+        agent = check_agent_name(agent)
         if not items:
             return [], 0
         if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
@@ -663,6 +669,7 @@ class SessionStore:
             protected=protected,
             encoding=self.estimator.name,
             token=token,
+            agent=agent,
         )
         try:
             return await self._write_batch(batch, originals or {}), sum(counts)
@@ -762,17 +769,27 @@ class SessionStore:
         limit: int | None = None,
         *,
         as_of: HistoryPoint | int | datetime | None = None,
+        agent: str | None = None,
     ) -> list[dict[str, Any]]:
         """The active context in order: everything visible from the last marker forward.
 
         `limit` follows the Agents SDK: the newest `limit` items in chronological
         order; 0 returns nothing and a negative limit returns everything. `as_of` reads
         the context as a load returned it at an earlier point: a seq, a datetime, or a
-        HistoryPoint (after a compaction version, before a turn).
+        HistoryPoint (after a compaction version, before a turn). `agent` keeps only the
+        items that agent produced (`messages.agent`), a per-agent view of the same context.
         """
         check_session_id(session_id)
         check_count("limit", limit)
         point = None if as_of is None else HistoryPoint.of(as_of)
+        named = check_agent_name(agent)
+        if named is not None:
+            rows = (
+                await self.context_rows(session_id)
+                if point is None
+                else (await self.rows_as_of(session_id, point))[1]
+            )
+            return items_of(rows, named, limit)
         await self.ensure_ready()
         if limit == 0:
             return []
@@ -1037,10 +1054,14 @@ class SessionStore:
         await self.ensure_ready()
         return await self.database.read(tx_tool_usage, session_id)
 
-    async def history(self, session_id: str) -> list[StoredRow]:
-        """Every row the session ever had, in seq order."""
+    async def history(self, session_id: str, *, agent: str | None = None) -> list[StoredRow]:
+        """Every row the session ever had, in seq order; with `agent`, only the rows that
+        agent produced (`WHERE agent = ...`)."""
         check_session_id(session_id)
+        named = check_agent_name(agent)
         await self.ensure_ready()
+        if named is not None:
+            return await self.database.read(tx_agent_history, session_id, named, self.session_keys)
         return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
 
     async def context_tokens(self, session_id: str) -> int:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
+from .._agents import check_agent_name
 from .._branches import Fork, has_branches_error
 from .._items import text_of
 from .._redaction import Redactor, redaction_disabled_event
@@ -214,6 +215,33 @@ async def _call_input(store: SessionStore, session_id: str, number: int) -> list
     return [*visible_rows(stored), *unsaved]
 
 
+def _check_agent(agent: str | None) -> None:
+    """`--agent NAME`: a name the store could have stored, or a usage error saying why."""
+    try:
+        check_agent_name(agent)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agent") from None
+
+
+def _of_agent(
+    rows: list[StoredRow], agent: str, session_id: str, redactor: Redactor
+) -> list[StoredRow]:
+    """The rows `agent` produced (`WHERE agent = ...`); none ends the command (exit 1)."""
+    chosen = [row for row in rows if row.agent == agent]
+    if not chosen:
+        named = sorted({redactor.text(row.agent) for row in rows if row.agent is not None})
+        known = ", ".join(repr(name) for name in named) if named else "none"
+        err_console.print(
+            shown(
+                f"no rows of session {session_id!r} here were produced by agent "
+                f"{redactor.text(agent)!r} "
+                f"(agents in these rows: {known}; --history reads every row)"
+            )
+        )
+        raise typer.Exit(EXIT_FAILED)
+    return chosen
+
+
 def _window(rows: list[StoredRow], seqs: str | None, limit: int | None, tail: int | None) -> Any:
     """The rows asked for: a seq range, then the first `limit` or the last `tail`."""
     chosen = [row for row in rows if _in_range(row, seqs)]
@@ -245,11 +273,18 @@ def show(
         int | None,
         typer.Option("--call", min=1, help="What model call N was sent (see `usage`)."),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Only the rows this agent produced (a multi-agent run)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The rows of a session: seq, kind, role/type, tool, tokens and a preview."""
+    """The rows of a session: seq, kind, role/type, agent, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
+    _check_agent(agent)
     rows, redactor = _rows(url, config, session_id, history, redact, as_of, call)
+    if agent is not None:
+        rows = _of_agent(rows, agent, session_id, redactor)
     rows = _window(rows, seqs, limit, tail)
     if as_json:
         emit_json([_row_dict(row, redactor) for row in rows])
@@ -257,9 +292,11 @@ def show(
     what = "history" if history else "active context"
     if call is not None:
         what = f"what model call {call} was sent"
+    if agent is not None:
+        what += f" of agent {redactor.text(agent)}"
     title = shown(f"{session_id}: {what}" + (f" as of {as_of}" if as_of else ""))
     table = Table(title=title)
-    for column in ("seq", "kind", "role/type", "tool", "tokens", "text"):
+    for column in ("seq", "kind", "role/type", "agent", "tool", "tokens", "text"):
         table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
     for row in rows:
         text = " ".join(text_of(redactor.value(row.item)).split()) if row.item else ""
@@ -267,6 +304,7 @@ def show(
             shown(row.seq),
             shown(row.kind),
             shown(row.role or row.item_type or ""),
+            shown(redactor.text(row.agent or "")),
             shown(row.tool_name or ""),
             shown(row.tokens),
             shown(text[:PREVIEW_CHARS]),
@@ -280,6 +318,7 @@ def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
         "kind": row.kind,
         "role": row.role,
         "item_type": row.item_type,
+        "agent": None if row.agent is None else redactor.text(row.agent),
         "tool_name": row.tool_name,
         "call_id": row.call_id,
         "tokens": row.tokens,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final, Literal
 
+from .._agents import check_agent_name
 from .._arguments import check_session_id, item_list
 from .._errors import (
     CompactionError,
@@ -212,20 +213,29 @@ class CompactionManager:
         return stored, originals
 
     async def append(
-        self, session_id: str, items: Iterable[Mapping[str, Any]], *, token: str | None = None
+        self,
+        session_id: str,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        token: str | None = None,
+        agent: str | None = None,
     ) -> list[int]:
         """Append with write-time truncation (originals archived in the same transaction).
 
-        `token` is the batch's idempotency token (see `SessionStore.append`). Items are read
-        once (a generator works) and checked like the store checks them, before any work.
+        `token` is the batch's idempotency token and `agent` the agent that produced the
+        items (see `SessionStore.append`). Items are read once (a generator works) and
+        checked like the store checks them, before any work.
         """
         check_session_id(session_id)
+        check_agent_name(agent)
         batch = item_list(items)
         if rough_chars(batch) > self.policy.truncation.max_bytes:  # big: off the event loop
             stored, originals = await asyncio.to_thread(self._checked_truncation, batch)
         else:
             stored, originals = self._checked_truncation(batch)
-        seqs = await self.store.append(session_id, stored, originals=originals, token=token)
+        seqs = await self.store.append(
+            session_id, stored, originals=originals, token=token, agent=agent
+        )
         if originals:  # a caller still holds the full outputs: its copy is stale
             self._rewritten(session_id)
         return seqs

@@ -32,6 +32,7 @@ from ... import (
 )
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
+from ._producing_agent import producing_agent
 from ._tracking import current_run, track_load, track_save
 
 if TYPE_CHECKING:
@@ -171,26 +172,30 @@ class SQLSession:
         If the database goes away and the outcome is unknown, it retries once with the
         batch's idempotency token: the items are stored exactly once either way. The
         usage of the run's model calls since the last save (from `wrapper`) is stored
-        with the calls the input filter recorded (`store.model_calls`), priced.
+        with the calls the input filter recorded (`store.model_calls`), priced. The
+        Runner's current agent is stored as the items' `agent` (user input: none).
         """
         batch = item_list(items)  # read once: a retry must send the same items
+        agent = producing_agent()  # messages.agent: the Runner's current agent, if any
         try:
-            await self._append(batch, None)
+            await self._append(batch, None, agent)
         except StoreUnavailableError as error:
             if error.outcome_known or error.token is None:
                 raise
-            await self._append(batch, error.token)
+            await self._append(batch, error.token, agent)
         track_save(self.active_session_id, id(self.store), len(batch))
         if wrapper is not None:
             await self._record_usage(wrapper)
         if self.manager is not None and batch:
             await self.manager.maybe_compact(self.active_session_id)
 
-    async def _append(self, items: Sequence[Mapping[str, Any]], token: str | None) -> None:
+    async def _append(
+        self, items: Sequence[Mapping[str, Any]], token: str | None, agent: str | None
+    ) -> None:
         if self.manager is None:
-            await self.store.append(self.active_session_id, items, token=token)
+            await self.store.append(self.active_session_id, items, token=token, agent=agent)
         else:
-            await self.manager.append(self.active_session_id, items, token=token)
+            await self.manager.append(self.active_session_id, items, token=token, agent=agent)
 
     async def _record_usage(self, wrapper: RunContextWrapper[Any]) -> None:
         run = current_run(self.active_session_id, id(self.store))
