@@ -28,6 +28,16 @@ if TYPE_CHECKING:
     from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
+    from ._masking import (
+        Masker,
+        MaskReport,
+        MaskScan,
+        MaskView,
+        RowMasking,
+        ToolOutput,
+        output_seqs,
+    )
+    from ._masking_policy import MaskingPolicy
     from ._message import Message
     from ._normalize import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
     from ._observers import CompactionObserver
@@ -87,6 +97,14 @@ _HOMES: dict[str, tuple[str, str]] = {
     "SummaryRequest": ("._summarizer", "SummaryRequest"),
     "SummaryResult": ("._summarizer", "SummaryResult"),
     "TruncationPolicy": ("._truncate", "TruncationPolicy"),
+    "MaskingPolicy": ("._masking_policy", "MaskingPolicy"),
+    "MaskReport": ("._masking", "MaskReport"),
+    "Masker": ("._masking", "Masker"),
+    "ToolOutput": ("._masking", "ToolOutput"),
+    "output_seqs": ("._masking", "output_seqs"),
+    "MaskScan": ("._masking", "MaskScan"),
+    "MaskView": ("._masking", "MaskView"),
+    "RowMasking": ("._masking", "RowMasking"),
     # The original design's names: the very same classes.
     "CompactManager": ("._manager", "CompactionManager"),
     "CompactConfig": ("._manager", "CompactionConfig"),
@@ -117,9 +135,15 @@ __all__ = [
     "ExtractiveSummarizer",
     "HygieneScan",
     "Layers",
+    "MaskReport",
+    "MaskScan",
+    "MaskView",
+    "Masker",
+    "MaskingPolicy",
     "Message",
     "NormalizeReport",
     "OpenAISummarizer",
+    "RowMasking",
     "Strategy",
     "Summarizer",
     "SummarizerError",
@@ -130,11 +154,13 @@ __all__ = [
     "SummaryResult",
     "SummaryTooLongError",
     "SummaryToolCallError",
+    "ToolOutput",
     "TriggerDecision",
     "TruncationPolicy",
     "diff_lines",
     "is_context_length_error",
     "normalize",
+    "output_seqs",
     "summary_marker",
 ]
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._masking_policy import MaskingPolicy
 from ._truncate import TruncationPolicy
 
 
@@ -42,6 +43,7 @@ class CompactionPolicy(BaseModel):
     summary_role: Literal["assistant", "user"] = "assistant"
     max_consecutive_compactions: int = Field(3, ge=1)
     truncation: TruncationPolicy = Field(default_factory=TruncationPolicy)
+    masking: MaskingPolicy = Field(default_factory=MaskingPolicy)  # a view, before summaries
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> CompactionPolicy:

@@ -9,10 +9,11 @@ no separate read before it, and rows another process appended meanwhile are coun
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._events import Event
+from ._masking import MaskReport
 from ._policy import TriggerDecision
 
 
@@ -38,6 +39,7 @@ class PreflightDecision:
     system_tokens: int
     schema_tokens: int
     record_idle: bool  # store below-threshold decisions too
+    masked: MaskReport = field(default_factory=MaskReport)  # what masking took out of the input
 
     @property
     def extra_tokens(self) -> int:
@@ -45,19 +47,23 @@ class PreflightDecision:
         return self.unsaved_tokens + self.system_tokens + self.schema_tokens
 
     def decision(self, stored_tokens: int) -> TriggerDecision:
-        return self.manager.decide(stored_tokens + self.extra_tokens)
+        """The cascade's decision: summarize only if the masked input is over the trigger."""
+        return self.manager.decide(stored_tokens + self.extra_tokens - self.masked.tokens_freed)
 
     def events(self, stored_tokens: int, decision: TriggerDecision) -> list[Event]:
         """The estimate, and for an idle decision the decision (a compaction records its own)."""
         breakdown = {
             "system": self.system_tokens,
             "tools_schema": self.schema_tokens,
-            "messages": stored_tokens + self.unsaved_tokens,
+            "messages": stored_tokens + self.unsaved_tokens - self.masked.tokens_freed,
         }
+        if self.masked.outputs:
+            breakdown["masked"] = self.masked.tokens_freed
         estimate = self.manager.estimate_event(self.session_id, decision.t_est, breakdown)
+        masked = [self.masked.event(self.session_id)] if self.masked.outputs else []
         if decision.triggered:
-            return [estimate]
-        return [estimate, self.manager.decision_event(self.session_id, decision)]
+            return [*masked, estimate]
+        return [*masked, estimate, self.manager.decision_event(self.session_id, decision)]
 
     def __call__(self, stored_tokens: int) -> list[Event] | None:
         """An idle call's events to store with it (none if idle decisions are not
@@ -65,4 +71,6 @@ class PreflightDecision:
         decision = self.decision(stored_tokens)
         if decision.triggered:
             return None
-        return self.events(stored_tokens, decision) if self.record_idle else []
+        if self.record_idle:
+            return self.events(stored_tokens, decision)
+        return [self.masked.event(self.session_id)] if self.masked.new_seqs else []
