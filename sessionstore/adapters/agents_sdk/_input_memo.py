@@ -36,6 +36,10 @@ class InputMemo:
             return self._extended(items[len(self.seen) :])
         return InputMemo()._extended(items)
 
+    def grown(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
+        """The memo of `items`, which the caller knows start with this memo's items."""
+        return self._extended(items[len(self.seen) :])
+
     def _prefix_of(self, items: Sequence[Mapping[str, Any]]) -> bool:
         known = len(self.seen)
         return (
@@ -81,6 +85,7 @@ class MemoSlot:
     def __init__(self) -> None:
         self.memo = InputMemo()
         self.view = InputMemo()  # of the masked input sent, when masking changed it
+        self.view_of: object = None  # the plain inputs `view` follows (their MaskScan's)
         self.masker: Masker | None = None  # the session's masked chunks (docs/COMPACTION.md)
 
     def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:

@@ -51,7 +51,12 @@ async def masked_input(
     if not report.outputs:
         return MaskedInput(items, report, memo.digest)
     sent = masker.view(items)
-    slot.view = slot.view.advance(sent)
+    if not new and slot.view_of is memo.masks.features and len(slot.view.seen) <= len(sent):
+        # The plain input grew and no chunk crossed: the masked one grew the same way.
+        slot.view = slot.view.grown(sent)
+    else:
+        slot.view = slot.view.advance(sent)
+    slot.view_of = memo.masks.features
     return MaskedInput(sent, report, slot.view.digest)
 
 
