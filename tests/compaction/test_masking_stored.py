@@ -83,17 +83,24 @@ async def test_stored_rows_are_byte_identical_after_masked_calls(
             assert masked > 0  # the calls were masked: the rows held anyway
 
 
+async def eight_turns(
+    store: SessionStore, policy: CompactionPolicy, session_id: str, shrink: int = 1
+) -> tuple[CompactionManager, list[Item]]:
+    """Eight tool turns stored through a manager whose window (divided by `shrink`) they
+    outgrow stored but fit masked."""
+    history = tool_history(8)
+    stored = sum(store.estimator.count_item(item) for item in history)
+    manager = manager_for(store, policy, int(stored * 1.05) // shrink)
+    await manager.append(session_id, history)
+    return manager, history
+
+
 async def test_the_chat_loop_sends_placeholders_and_summarizes_only_when_needed(
     sqlite_url: str,
 ) -> None:
     async with SessionStore(sqlite_url, create_tables=True) as store:
-        history = tool_history(8)
-        stored = sum(store.estimator.count_item(item) for item in history)
-        # Over the trigger stored, under it masked: no summary.
-        manager = manager_for(store, masking_policy(), window=int(stored * 1.05))
-        await manager.append("fits", history)
-        chat = ChatConversation(manager)
-        sent = await chat.prepare("fits")
+        manager, history = await eight_turns(store, masking_policy(), "fits")
+        sent = await ChatConversation(manager).prepare("fits")
         assert sum(map(is_placeholder, sent)) == 6  # type: ignore[arg-type]
         assert await store.load_context("fits") == history
         info = await store.session_info("fits")
@@ -101,8 +108,7 @@ async def test_the_chat_loop_sends_placeholders_and_summarizes_only_when_needed(
         assert await manager.maybe_compact("fits") is None  # the turn boundary agrees
 
         # Over the trigger even masked: the summary runs, then masking applies to what is left.
-        small = manager_for(store, masking_policy(), window=stored // 3)
-        await small.append("over", history)
+        small, _ = await eight_turns(store, masking_policy(), "over", shrink=3)
         sent = await ChatConversation(small).prepare("over")
         info = await store.session_info("over")
         assert info is not None and info.compaction_count == 1
@@ -113,13 +119,8 @@ async def test_a_turn_boundary_without_a_preflight_masks_from_the_stored_rows(
     sqlite_url: str,
 ) -> None:
     async with SessionStore(sqlite_url, create_tables=True) as store:
-        history = tool_history(8)
-        stored = sum(store.estimator.count_item(item) for item in history)
-        window = int(stored * 1.05)
-        masked = manager_for(store, masking_policy(), window)
-        await masked.append("a", history)
+        masked, _ = await eight_turns(store, masking_policy(), "a")
         assert await masked.maybe_compact("a") is None  # masking keeps the next input under
-        plain = manager_for(store, CompactionPolicy(keep_recent_turns=2), window)
-        await plain.append("b", history)
+        plain, _ = await eight_turns(store, CompactionPolicy(keep_recent_turns=2), "b")
         outcome = await plain.maybe_compact("b")
         assert outcome is not None and outcome.compacted
