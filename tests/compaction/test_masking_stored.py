@@ -124,3 +124,17 @@ async def test_a_turn_boundary_without_a_preflight_masks_from_the_stored_rows(
         plain, _ = await eight_turns(store, CompactionPolicy(keep_recent_turns=2), "b")
         outcome = await plain.maybe_compact("b")
         assert outcome is not None and outcome.compacted
+
+
+async def test_the_masked_event_is_redacted_like_every_event(sqlite_url: str) -> None:
+    secret = "sk-proj-4f9Qz81LmN0pXw7RtY2vB6cD"
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        manager = manager_for(store, masking_policy(), window=1_000_000)
+        await manager.append("s", [*tool_turn(0, tool=secret), *tool_history(3)])
+        sent = await ChatConversation(manager).prepare("s")
+        assert secret in str(sent[2])  # the model is sent the tool's name (a view, unredacted)
+        async with store.engine.connect() as conn:
+            query = sa.text("SELECT payload FROM events WHERE event = 'compact.masked'")
+            payloads = [str(payload) for (payload,) in await conn.execute(query)]
+    assert payloads and all(secret not in payload for payload in payloads)
+    assert all("REDACTED" in payload for payload in payloads)
