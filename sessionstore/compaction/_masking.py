@@ -197,6 +197,7 @@ class Masker:
         """Outputs masked from this call on: whole chunks of at least `clear_at_least`."""
         if self._features is not scan.features or self._cursor > scan.outputs:
             self._features, self._cursor, self._masked, self._freed = scan.features, 0, [], 0
+            self._tokens, self._placeholders = {}, {}  # a rewritten context: start small
         outputs = scan.output_list()
         cutoff = self._cutoff(scan, outputs)
         new: list[ToolOutput] = []
