@@ -202,7 +202,8 @@ async def test_the_estimate_leaves_out_what_masking_took_from_the_stored_context
     stored = await store.context_tokens("s")
     seen: list[int] = []
     masked = stored - 5  # more than the unsaved items add: the estimate is below the total
-    for events in ({"events": []}, {"decide": estimate_below(10**6, seen)}):
+    ways: tuple[dict[str, Any], ...] = ({"events": []}, {"decide": estimate_below(10**6, seen)})
+    for events in ways:
         await store.record_model_call(
             "s", [user("q")], unsaved_items=1, unsaved_tokens=3, masked_tokens=masked, **events
         )
