@@ -185,7 +185,8 @@ class CompactionManager:
             observer.context_rewritten(session_id)
 
     async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
-        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
+        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary.
+        With masking on, a crossing is checked against the masked input (the cascade)."""
         decision = self.decide(await self.store.context_tokens(session_id))
         if decision.triggered and self.policy.masking.enabled:  # the cascade: masking first
             decision = self.decide(decision.t_est - await self._masked_tokens(session_id))
