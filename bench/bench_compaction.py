@@ -39,6 +39,7 @@ from sessionstore.compaction import (
     CompactionConfig,
     CompactionManager,
     CompactionPolicy,
+    MaskingPolicy,
     SummaryRequest,
     SummaryResult,
     normalize,
@@ -227,6 +228,16 @@ async def bench_preflight(url: str, repeats: int) -> None:
             )
             label = "ours, decision events stored" if record else "ours, decisions not stored"
             contenders[label] = input_filter(manager)
+        masking = MaskingPolicy(enabled=True, min_output_tokens=50)  # every output masks
+        masked = CompactionManager(
+            CompactionConfig(
+                max_context_tokens=10_000_000,
+                policy=CompactionPolicy(masking=masking),
+                store=store,
+                summarizer=InstantSummarizer(),
+            )
+        )
+        contenders["ours, old tool outputs masked"] = input_filter(masked)
 
         async def first_of_a_process(data: CallModelData[Any]) -> Any:
             return await contenders["ours, decision events stored"](data)

@@ -41,6 +41,12 @@ class CallRecord:
     unsaved_tokens: int
     digest: str  # input_sha256 of the input
     decide: Decide
+    masked_tokens: int = 0  # what masking took out of the stored context sent
+
+    @property
+    def added_tokens(self) -> int:
+        """The estimate's part beyond the stored total (negative when masking frees more)."""
+        return self.unsaved_tokens - self.masked_tokens
 
 
 _EVENT_COLUMNS: Final = tuple(column for column in events.c if column.name != "id")
@@ -109,7 +115,7 @@ def sqlite_record_call(conn: sqlite3.Connection, record: CallRecord) -> int | No
             return None
         if rows:
             cursor.executemany(_SQLITE_INSERT_EVENTS_SQL, _event_values(rows, _SQLITE_BINDERS))
-        values = (record.unsaved_items, record.input_items, record.unsaved_tokens + stored)
+        values = (record.unsaved_items, record.input_items, record.added_tokens + stored)
         params = (sid, sid, record.model, first, last, *values, record.digest)
         (row_id,) = cursor.execute(_SQLITE_INSERT_CALL_SQL, params).fetchone()
         return int(row_id)
@@ -185,7 +191,7 @@ async def pg_record_call(
             continue
         values = _event_values(rows, _PG_BINDERS)
         arrays = [[row[column] for row in values] for column in range(len(_EVENT_NAMES))]
-        args = (record.model, record.unsaved_items, record.input_items, record.unsaved_tokens)
+        args = (record.model, record.unsaved_items, record.input_items, record.added_tokens)
         [(row_id, stored)] = await fetch(
             PG_RECORD_CALL_SQL, sid, *args, record.digest, known, *arrays, writing=True
         )

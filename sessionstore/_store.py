@@ -913,6 +913,7 @@ class SessionStore:
         unsaved_tokens: int = 0,
         events: Sequence[Event] = (),
         digest: str | None = None,
+        masked_tokens: int = 0,
     ) -> int: ...
 
     @overload
@@ -926,6 +927,7 @@ class SessionStore:
         unsaved_tokens: int = 0,
         decide: Callable[[int], Sequence[Event] | None],
         digest: str | None = None,
+        masked_tokens: int = 0,
     ) -> int | None: ...
 
     async def record_model_call(
@@ -939,17 +941,20 @@ class SessionStore:
         events: Sequence[Event] = (),
         decide: Callable[[int], Sequence[Event] | None] | None = None,
         digest: str | None = None,
+        masked_tokens: int = 0,
     ) -> int | None:
         """Record a model call about to be sent `items` (the last `unsaved_items` of them not
         stored yet); returns the id to attach its usage to (`record_usage`). `events` (the
         pre-flight's decision) are stored, redacted, in the same transaction; or `decide`
         makes that decision there from the stored token total it reads, and None from it
         records nothing and returns None. `digest` is the items' `input_sha256` when the
-        caller kept it as its input grew (the SDK adapter does)."""
+        caller kept it as its input grew (the SDK adapter does). `masked_tokens` is what
+        masking took out of the stored context in `items` (the estimate leaves it out)."""
         check_session_id(session_id)
         # allow_none=False: never None (`or 0` only tells the type checker)
         unsaved_items = check_non_negative("unsaved_items", unsaved_items, allow_none=False) or 0
         unsaved_tokens = check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False) or 0
+        masked_tokens = check_non_negative("masked_tokens", masked_tokens, allow_none=False) or 0
         items = item_list(items)
         if digest is None and rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:
             digest = await asyncio.to_thread(input_sha256, items)  # never stall the event loop
@@ -973,6 +978,7 @@ class SessionStore:
                 unsaved_tokens=unsaved_tokens,
                 digest=digest,
                 decide=decided,
+                masked_tokens=masked_tokens,
             )
         )
         self.publish(published)

@@ -192,3 +192,22 @@ async def test_a_postgresql_record_relaxes_only_its_own_commit(fresh_pg_url: str
             assert await store.record_model_call("s", [user("hi")]) == n + 1
         settings = [(await fetch("SHOW synchronous_commit"))[0][0] for _ in range(10)]
         assert settings == [default] * 10 and default == "on"
+
+
+async def test_the_estimate_leaves_out_what_masking_took_from_the_stored_context(
+    two_stores: tuple[SessionStore, SessionStore],
+) -> None:
+    store, _ = two_stores
+    await store.append("s", [assistant("x " * 300)])
+    stored = await store.context_tokens("s")
+    seen: list[int] = []
+    masked = stored - 5  # more than the unsaved items add: the estimate is below the total
+    ways: tuple[dict[str, Any], ...] = ({"events": []}, {"decide": estimate_below(10**6, seen)})
+    for events in ways:
+        await store.record_model_call(
+            "s", [user("q")], unsaved_items=1, unsaved_tokens=3, masked_tokens=masked, **events
+        )
+    calls = await store.model_calls("s")
+    assert [call.input_tokens_est for call in calls] == [stored + 3 - masked] * 2 == [8, 8]
+    with pytest.raises(ValueError, match="masked_tokens"):
+        await store.record_model_call("s", [user("q")], masked_tokens=-1)

@@ -7,7 +7,8 @@
 
 `prepare` stores the new messages, runs the pre-flight (estimate, decide, compact
 when triggered) and returns the active context cleaned for the model (every tool
-call answered, no orphan outputs, no private `meta`); `record` stores the reply and
+call answered, no orphan outputs, no private `meta`; old tool outputs masked when the
+policy's masking is on); `record` stores the reply and
 compacts at the turn boundary when the context crossed the trigger. Nothing here
 needs an agent framework: any loop that speaks Chat Completions fits.
 """
@@ -19,7 +20,7 @@ from typing import Any, cast
 
 from openai.types.chat import ChatCompletionMessageParam
 
-from ..compaction import CompactionManager, normalize
+from ..compaction import CompactionManager, RowMasking, normalize
 
 __all__ = ["ChatConversation", "reply_message"]
 
@@ -31,6 +32,12 @@ class ChatConversation:
         self.manager = manager
         self.store = manager.store
         self.instructions = instructions  # sent first on every call, never stored
+        policy = manager.policy
+        self.masking = (  # what each session's calls had masked (docs/COMPACTION.md)
+            RowMasking(policy.masking, policy, manager.estimator)
+            if policy.masking.enabled
+            else None
+        )
 
     async def prepare(
         self,
@@ -46,10 +53,18 @@ class ChatConversation:
         """
         if new_messages:
             await self.manager.append(session_id, list(new_messages))
-        await self.manager.before_model_call(
-            session_id, instructions=self.instructions, tools=tools
-        )
-        messages = normalize(await self.store.load_context(session_id)).items
+        if self.masking is None:
+            await self.manager.before_model_call(
+                session_id, instructions=self.instructions, tools=tools
+            )
+            messages = normalize(await self.store.load_context(session_id)).items
+        else:  # the cascade: old tool outputs masked first, summaries if still over
+            view = self.masking.view(session_id, await self.store.context_rows(session_id))
+            if await self.manager.before_model_call(
+                session_id, instructions=self.instructions, tools=tools, masked=view.report
+            ):
+                view = self.masking.view(session_id, await self.store.context_rows(session_id))
+            messages = normalize(view.items).items
         if self.instructions:
             messages = [{"role": "system", "content": self.instructions}, *messages]
         return cast("list[ChatCompletionMessageParam]", messages)

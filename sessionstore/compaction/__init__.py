@@ -29,6 +29,16 @@ if TYPE_CHECKING:
     from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
+    from ._masking import (
+        Masker,
+        MaskReport,
+        MaskScan,
+        MaskView,
+        RowMasking,
+        ToolOutput,
+        output_seqs,
+    )
+    from ._masking_policy import MaskingPolicy
     from ._message import Message
     from ._normalize import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
     from ._observers import CompactionObserver
@@ -89,6 +99,14 @@ _HOMES: dict[str, tuple[str, str]] = {
     "SummaryResult": ("._summarizer", "SummaryResult"),
     "TruncationPolicy": ("._truncate", "TruncationPolicy"),
     "BackgroundPolicy": ("._background_policy", "BackgroundPolicy"),
+    "MaskingPolicy": ("._masking_policy", "MaskingPolicy"),
+    "MaskReport": ("._masking", "MaskReport"),
+    "Masker": ("._masking", "Masker"),
+    "ToolOutput": ("._masking", "ToolOutput"),
+    "output_seqs": ("._masking", "output_seqs"),
+    "MaskScan": ("._masking", "MaskScan"),
+    "MaskView": ("._masking", "MaskView"),
+    "RowMasking": ("._masking", "RowMasking"),
     # The original design's names: the very same classes.
     "CompactManager": ("._manager", "CompactionManager"),
     "CompactConfig": ("._manager", "CompactionConfig"),
@@ -120,9 +138,15 @@ __all__ = [
     "ExtractiveSummarizer",
     "HygieneScan",
     "Layers",
+    "MaskReport",
+    "MaskScan",
+    "MaskView",
+    "Masker",
+    "MaskingPolicy",
     "Message",
     "NormalizeReport",
     "OpenAISummarizer",
+    "RowMasking",
     "Strategy",
     "Summarizer",
     "SummarizerError",
@@ -133,11 +157,13 @@ __all__ = [
     "SummaryResult",
     "SummaryTooLongError",
     "SummaryToolCallError",
+    "ToolOutput",
     "TriggerDecision",
     "TruncationPolicy",
     "diff_lines",
     "is_context_length_error",
     "normalize",
+    "output_seqs",
     "summary_marker",
 ]
 

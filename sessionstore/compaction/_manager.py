@@ -38,6 +38,7 @@ from ._factsheet import Carried, carry_forward
 from ._fixed_costs import FixedCostCache
 from ._leases import tx_commit_releasing
 from ._marker import SUMMARY_START
+from ._masking import MaskReport, RowMasking
 from ._message import as_item
 from ._observers import CompactionObserver
 from ._partition import Partition, Unit, build_units, fit
@@ -176,6 +177,8 @@ class CompactionManager:
             if self.policy.background.enabled
             else None
         )
+        # Session -> tokens masking took out of its last input (the turn boundary's check).
+        self.masked_tokens: dict[str, int] = {}
 
     # ------------------------------------------------------- integration points
 
@@ -185,17 +188,31 @@ class CompactionManager:
             self._observers.append(observer)
 
     def _rewritten(self, session_id: str) -> None:
+        self.masked_tokens.pop(session_id, None)  # its outputs may be gone
         for observer in self._observers:
             observer.context_rewritten(session_id)
 
     async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
-        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary."""
+        """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary.
+        With masking on, a crossing is checked against the masked input (the cascade)."""
         decision = self.decide(await self.store.context_tokens(session_id))
+        if decision.triggered and self.policy.masking.enabled:  # the cascade: masking first
+            decision = self.decide(decision.t_est - await self._masked_tokens(session_id))
         if not decision.triggered:
             self._prepare_if_due(session_id, decision.t_est, 0)
             return None
         outcome = await self.compact(session_id, trigger=decision.reason, note="turn boundary")
         return outcome
+
+    async def _masked_tokens(self, session_id: str) -> int:
+        """What masking frees in the session's next input: as the last pre-flight found it
+        (chunks only grow until the context is rewritten), else from the stored rows."""
+        freed = self.masked_tokens.get(session_id)
+        if freed is None:
+            rows = await self.store.context_rows(session_id)
+            masking = RowMasking(self.policy.masking, self.policy, self.estimator)
+            freed = masking.view(session_id, rows).report.tokens_freed
+        return freed
 
     def truncate_outputs(
         self, items: Sequence[Mapping[str, Any]]
@@ -274,17 +291,23 @@ class CompactionManager:
         unsaved_tokens: int = 0,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
+        masked: MaskReport | None = None,
     ) -> bool:
         """The pre-flight every adapter runs before a model call; True if it compacted.
 
         The estimate is the stored context's running total (O(1)) plus what the caller
         holds unsaved, the instructions and the tool schemas; the decision is recorded
         (idle ones too unless `record_idle_decisions` is off) and a triggered one compacts
-        with room for what the call adds. After True, reload the stored context.
+        with room for what the call adds. After True, reload the stored context. `masked`
+        is what masking takes out of the input sent (the decision counts it, and its
+        `compact.masked` event is stored with the estimate).
         """
         decide = self.preflight_decision(
             session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
         )
+        if masked is not None:
+            decide = replace(decide, masked=masked)
+            self.masked_tokens[session_id] = masked.tokens_freed
         stored_tokens = await self.store.context_tokens(session_id)
         decision = decide.decision(stored_tokens)
         if decision.triggered or self.config.record_idle_decisions:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._background_policy import BackgroundPolicy
+from ._masking_policy import MaskingPolicy
 from ._truncate import TruncationPolicy
 
 
@@ -44,6 +45,7 @@ class CompactionPolicy(BaseModel):
     max_consecutive_compactions: int = Field(3, ge=1)
     truncation: TruncationPolicy = Field(default_factory=TruncationPolicy)
     background: BackgroundPolicy = Field(default_factory=BackgroundPolicy)
+    masking: MaskingPolicy = Field(default_factory=MaskingPolicy)  # a view, before summaries
 
     @model_validator(mode="after")
     def _limits_are_ordered(self) -> CompactionPolicy:

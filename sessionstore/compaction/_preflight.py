@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._events import Event
+from ._masking import MaskReport
 from ._policy import TriggerDecision
 
 
@@ -38,6 +39,7 @@ class PreflightDecision:
     system_tokens: int
     schema_tokens: int
     record_idle: bool  # store below-threshold decisions too
+    masked: MaskReport = field(default_factory=MaskReport)  # what masking took out of the input
     # The last estimate decided from (a decision may be taken again, on another thread):
     # what the background preparation compares with its threshold after the call.
     _estimates: list[int] = field(default_factory=list, compare=False, repr=False)
@@ -53,7 +55,8 @@ class PreflightDecision:
         return self._estimates[-1] if self._estimates else None
 
     def decision(self, stored_tokens: int) -> TriggerDecision:
-        decision = self.manager.decide(stored_tokens + self.extra_tokens)
+        """The cascade's decision: summarize only if the masked input is over the trigger."""
+        decision = self.manager.decide(stored_tokens + self.extra_tokens - self.masked.tokens_freed)
         self._estimates[:] = [decision.t_est]
         return decision
 
@@ -62,12 +65,15 @@ class PreflightDecision:
         breakdown = {
             "system": self.system_tokens,
             "tools_schema": self.schema_tokens,
-            "messages": stored_tokens + self.unsaved_tokens,
+            "messages": stored_tokens + self.unsaved_tokens - self.masked.tokens_freed,
         }
+        if self.masked.outputs:
+            breakdown["masked"] = self.masked.tokens_freed
         estimate = self.manager.estimate_event(self.session_id, decision.t_est, breakdown)
+        masked = [self.masked.event(self.session_id)] if self.masked.outputs else []
         if decision.triggered:
-            return [estimate]
-        return [estimate, self.manager.decision_event(self.session_id, decision)]
+            return [*masked, estimate]
+        return [*masked, estimate, self.manager.decision_event(self.session_id, decision)]
 
     def __call__(self, stored_tokens: int) -> list[Event] | None:
         """An idle call's events to store with it (none if idle decisions are not
@@ -75,4 +81,6 @@ class PreflightDecision:
         decision = self.decision(stored_tokens)
         if decision.triggered:
             return None
-        return self.events(stored_tokens, decision) if self.record_idle else []
+        if self.record_idle:
+            return self.events(stored_tokens, decision)
+        return [self.masked.event(self.session_id)] if self.masked.new_seqs else []

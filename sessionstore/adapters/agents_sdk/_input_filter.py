@@ -10,13 +10,15 @@ cleaned of orphan tool calls/outputs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
-from ...compaction import normalize
+from ...compaction import MaskReport, normalize
+from ._masked_input import masked_input
 from ._observer import watch_runs
 from ._tracking import RunTracking, current_run
 
@@ -79,17 +81,25 @@ async def filter_model_input(
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
     )
-    sent, digest = await _prepared(manager, run, items, unsaved, instructions)
+    sent, digest, masked = await _prepared(manager, run, items, unsaved, instructions)
     decide = manager.preflight_decision(
         run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
     )
-    row_id = await record(sent.input, decide=decide, digest=digest)
+    if masked.outputs:  # the cascade: summarize only if the masked input is over the trigger
+        decide = replace(decide, masked=masked)
+        manager.masked_tokens[run.session_id] = masked.tokens_freed
+    freed = masked.tokens_freed
+    row_id = await record(sent.input, decide=decide, digest=digest, masked_tokens=freed)
     if row_id is None:  # a trigger fired: compact first (that records the decision)
         await manager.before_model_call(
-            run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
+            run.session_id,
+            unsaved_tokens=unsaved_tokens,
+            instructions=instructions,
+            tools=tools,
+            masked=masked,
         )
-        sent, digest = await _prepared(manager, run, items, unsaved, instructions)
-        row_id = await record(sent.input, digest=digest)
+        sent, digest, masked = await _prepared(manager, run, items, unsaved, instructions)
+        row_id = await record(sent.input, digest=digest, masked_tokens=masked.tokens_freed)
     else:  # idle: past `prepare_at`, a summary is prepared off the request path
         manager.prepare_if_due(decide)
     run.pending_calls.append((row_id, model))
@@ -102,15 +112,18 @@ async def _prepared(
     items: list[Any],
     unsaved: list[Any],
     instructions: str | None,
-) -> tuple[ModelInputData, str | None]:
-    """The input to send and its digest (None: the store computes it), cleaned with the
-    memo's hygiene scan; rebuilt from the store once the stored context was rewritten."""
+) -> tuple[ModelInputData, str | None, MaskReport]:
+    """The input to send (old tool outputs masked) and its digest (None: the store computes
+    it), cleaned with the memo's hygiene scan; rebuilt from the store once the stored
+    context was rewritten."""
     if run.compacted:  # marked by the run observer when the stored context was rewritten
         items = [*await manager.store.load_context(run.session_id), *unsaved]
     memo = run.memo.advance(items)
-    cleaned = cast("list[TResponseInputItem]", normalize(items, memo.scan).items)
-    digest = memo.digest.hexdigest() if memo.scan.clean else None  # sent as it came
-    return ModelInputData(input=cleaned, instructions=instructions), digest
+    masked = await masked_input(manager, run.session_id, run.memo, items, memo)
+    # Masking keeps every item's type and call id: the plain input's hygiene scan holds.
+    cleaned = cast("list[TResponseInputItem]", normalize(masked.items, memo.scan).items)
+    digest = masked.digest.hexdigest() if memo.scan.clean else None  # sent as it came
+    return ModelInputData(input=cleaned, instructions=instructions), digest, masked.report
 
 
 def model_name(agent: Agent[Any]) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._model_calls import InputDigest, canonical_json
-from ...compaction import HygieneScan
+from ...compaction import HygieneScan, Masker, MaskScan
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +28,17 @@ class InputMemo:
     digest: InputDigest = field(default_factory=InputDigest)
     scan: HygieneScan = field(default_factory=HygieneScan)
     numeric: Mapping[int, str] = field(default_factory=dict)  # index -> canonical JSON
+    masks: MaskScan = field(default_factory=MaskScan)  # its user messages and tool outputs
 
     def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
         """The memo of `items`: this one extended if they start with its items, else anew."""
         if self._prefix_of(items):
             return self._extended(items[len(self.seen) :])
         return InputMemo()._extended(items)
+
+    def grown(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
+        """The memo of `items`, which the caller knows start with this memo's items."""
+        return self._extended(items[len(self.seen) :])
 
     def _prefix_of(self, items: Sequence[Mapping[str, Any]]) -> bool:
         known = len(self.seen)
@@ -56,7 +61,7 @@ class InputMemo:
             if _holds_numbers(copy):
                 numeric[len(seen)] = text
             seen.append(copy)
-        return InputMemo(seen, digest, self.scan.extend(items), numeric)
+        return InputMemo(seen, digest, self.scan.extend(items), numeric, self.masks.extend(items))
 
 
 def _holds_numbers(value: object) -> bool:
@@ -79,6 +84,9 @@ class MemoSlot:
 
     def __init__(self) -> None:
         self.memo = InputMemo()
+        self.view = InputMemo()  # of the masked input sent, when masking changed it
+        self.view_of: object = None  # the plain inputs `view` follows (their MaskScan's)
+        self.masker: Masker | None = None  # the session's masked chunks (docs/COMPACTION.md)
 
     def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
         self.memo = self.memo.advance(items)
