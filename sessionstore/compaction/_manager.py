@@ -27,6 +27,7 @@ from .._errors import (
 from .._events import Event
 from .._items import check_item_size, rough_chars, text_of
 from .._loops import KeyedLocks
+from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._tokens import TokenEstimator
@@ -41,14 +42,18 @@ from ._partition import Partition, Unit, build_units, fit
 from ._persist import (
     CompactionResult,
     CompactionWrite,
+    ProviderItem,
     archived_record,
     encode_replaced,
+    own_start,
     tx_commit_compaction,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
 from ._preflight import PreflightDecision
 from ._prompts import resolve_strategy
-from ._summarizer import Summarizer, SummaryRequest
+from ._provider_marker import Binding, readable_state, tx_binding
+from ._rebind import Rebind
+from ._summarizer import Summarizer, SummaryRequest, SummaryResult
 from ._truncate import truncate_tool_output
 
 _CAS_ATTEMPTS: Final = 3
@@ -152,6 +157,16 @@ class _Summary:
     strategy: str
     fallback: str | None
     events: list[Event]
+    opaque: ProviderItem | None = None  # a provider's compaction item: the marker
+
+
+@dataclass(frozen=True, slots=True)
+class _Prior:
+    """The previous marker as the summarizer gets it (see `_prior_state`)."""
+
+    text: str | None = None
+    item: Mapping[str, Any] | None = None  # opaque, for a summarizer that can read it
+    binding: Binding | None = None  # of an opaque marker
 
 
 class CompactionManager:
@@ -297,6 +312,56 @@ class CompactionManager:
         return PreflightDecision(
             self, session_id, unsaved_tokens, system, schema, self.config.record_idle_decisions
         )
+
+    async def ensure_readable(
+        self, session_id: str, *, model: str, provider: str = "openai"
+    ) -> bool:
+        """Before a call to `provider`'s `model`: a provider's marker bound to another model or
+        provider is replaced by a readable summary of its archived originals, with a
+        `compact.provider_item_unusable` event (docs/COMPACTION.md). True if it rebuilt: then
+        reload the stored context. One indexed read when nothing is bound elsewhere."""
+        binding = await self.store.read_snapshot(tx_binding, session_id)
+        if binding is None or binding.readable_by(provider, model):
+            return False
+        rebind = self._rebind()
+        async with self._locks(session_id).hold(self.config.lock_timeout_s):
+            for _ in range(_CAS_ATTEMPTS):
+                rebuilt = await rebind.once(session_id, provider, model)
+                if rebuilt is not None:
+                    break
+            else:
+                raise CompactionError(
+                    CompactionErrorReason.CONFLICT,
+                    f"session {session_id!r} changed during {_CAS_ATTEMPTS} attempts to replace "
+                    "its provider marker; nothing was changed. Retry when it is idle.",
+                )
+        if rebuilt.result is None:
+            return False
+        self.store.publish(rebuilt.result.events)
+        self._rewritten(session_id)
+        for observer in self._observers:
+            observer.compacted(session_id, rebuilt.result, self.policy.strategy)
+        return True
+
+    def _rebind(self) -> Rebind:
+        allowance = self.policy.summary_allowance(self.config.max_context_tokens)
+        return Rebind(self.store, self.estimator, self.policy, allowance)
+
+    async def _prior_state(self, session_id: str, plan: Partition) -> _Prior:
+        """The previous marker for the summarizer: its text; or, when it is a provider's item,
+        the item itself for a summarizer that can read it, else a readable summary rebuilt
+        from its archived originals."""
+        unit = plan.prior_summary
+        if unit is None or not is_opaque(unit.items[0]):
+            return _Prior(text=_prior_text(unit))
+        binding = await self.store.read_snapshot(tx_binding, session_id)
+        if binding is None:  # not one of our markers: nothing to read it with
+            return _Prior()
+        can_read = getattr(self.summarizer, "can_read", None)
+        if callable(can_read) and can_read(binding.provider, binding.model):
+            return _Prior(item=unit.items[0], binding=binding)
+        state = await readable_state(self.store, session_id, binding.compaction_id)
+        return _Prior(text=await self._rebind().readable_summary(state), binding=binding)
 
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"
@@ -452,19 +517,22 @@ class CompactionManager:
         # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock.
         archive = asyncio.ensure_future(asyncio.to_thread(encode_replaced, replaced, redact))
         try:
+            prior = await self._prior_state(session_id, plan)
             summary = self._scrubbed(
                 plan,
                 await self._summarize(
-                    session_id, plan, strategy or self.policy.strategy, summary_budget
+                    session_id, plan, strategy or self.policy.strategy, summary_budget, prior
                 ),
             )
             archive_body = await archive
         finally:
             archive.cancel()  # a no-op once it finished; never left unawaited on an error
         layers = Layers.of(plan)
+        # An opaque marker (new, or the prior one a prune-only compaction keeps) is bound.
+        bound = summary.opaque or (prior.binding if summary.text is None else None)
         write = CompactionWrite(
             session_id=session_id,
-            snapshot_start=_own_start(session_id, rows),
+            snapshot_start=own_start(session_id, rows),
             snapshot_last=rows[-1].seq,
             pinned=[row for unit in plan.pinned for row in unit.rows],
             summary_text=summary.text,
@@ -479,7 +547,8 @@ class CompactionManager:
                 "status": "summarized" if summary.text is not None else "pruned_only",
                 "fallback": summary.fallback,
                 "note": note,
-                "model": self.config.model,
+                "model": bound.model if bound else self.config.model,
+                "provider": bound.provider if bound else None,
                 "summarizer": self.summarizer.name,
                 "kept": _kept_record(plan),
                 "tokens_before": tokens_before,
@@ -502,6 +571,7 @@ class CompactionManager:
                     *self._result_events(session_id, plan, layers, summary, tokens_before),
                 ]
             ),
+            provider_item=summary.opaque,
         )
         result = await self.store.write_transaction(
             tx_commit_compaction, write, self.estimator.count_item, self.store.session_keys
@@ -587,12 +657,17 @@ class CompactionManager:
     # ---------------------------------------------------------- summarizing
 
     async def _summarize(
-        self, session_id: str, plan: Partition, strategy_name: str, max_tokens: int
+        self,
+        session_id: str,
+        plan: Partition,
+        strategy_name: str,
+        max_tokens: int,
+        prior_state: _Prior,
     ) -> _Summary:
         """A summary, or None (prune-only) after the documented fallbacks, with their events."""
         events: list[Event] = []
         strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
-        prior = _prior_text(plan.prior_summary)
+        prior = prior_state.text
         units = self._within_input_window(session_id, list(plan.remainder), prior, events)
         kept = [item for unit in [*plan.pinned, *plan.kept] for item in unit.items]
         too_long = 0
@@ -606,9 +681,14 @@ class CompactionManager:
                 max_tokens=max_tokens,
                 keep_keys=self.policy.keep_keys,
                 kept=kept,
+                prior_item=prior_state.item,
             )
             try:
                 result = await self.summarizer.summarize(request)
+                if result.item is not None:  # opaque: nothing to measure or carry forward
+                    return _Summary(
+                        result.text, strategy.name, None, events, self._provider_item(result)
+                    )
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
                 carried = carry_forward(
@@ -652,6 +732,14 @@ class CompactionManager:
             events.append(self._error_event(session_id, failure, PRUNE_ONLY))
             return _Summary(None, strategy.name, PRUNE_ONLY, events)
 
+    def _provider_item(self, result: SummaryResult) -> ProviderItem:
+        """The marker for a provider's item, counted as the tokens the provider reported for
+        producing it, else as the estimator reads the item (its ciphertext: an overestimate)."""
+        assert result.item is not None
+        item = dict(result.item)
+        tokens = result.output_tokens or self.estimator.count_item(item)
+        return ProviderItem(item, tokens, result.provider or self.summarizer.name, result.model)
+
     def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
         """The summary without any secret the redactor finds in what it summarized.
 
@@ -659,7 +747,7 @@ class CompactionManager:
         (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
         in the sources are removed, before the summary is stored, not only from events.
         """
-        if summary.text is None:
+        if summary.text is None or summary.opaque is not None:
             return summary
         sources = [text_of(item) for unit in plan.remainder for item in unit.items]
         if plan.prior_summary is not None:
@@ -743,7 +831,9 @@ class CompactionManager:
     ) -> list[Event]:
         found: list[Event] = []
         if summary.text is not None:
-            summary_tokens = self.estimator.count_text(summary.text)
+            summary_tokens = (
+                summary.opaque.tokens if summary.opaque else self.estimator.count_text(summary.text)
+            )
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )
@@ -863,9 +953,3 @@ def _prior_text(unit: Unit | None) -> str | None:
 def _safe_message(exc: BaseException) -> str:
     """An exception's message, bounded; summarizer errors never carry secrets or content."""
     return f"{type(exc).__name__}: {exc}"[:300]
-
-
-def _own_start(session_id: str, rows: Sequence[StoredRow]) -> int:
-    """The session's context_start_seq as the snapshot saw it: its first own row (a branch's
-    context may begin with rows of its parent, numbered before its own)."""
-    return next((row.seq for row in rows if row.session_id == session_id), rows[-1].seq + 1)

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, cast
 from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
+from ..._opaque import is_opaque
 from ...compaction import normalize
+from ._binding import call_binding
 from ._observer import watch_runs
 from ._tracking import RunTracking, current_run
 
@@ -79,6 +81,7 @@ async def filter_model_input(
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
     )
+    await _readable(manager, run.session_id, data.agent, items)
     sent, digest = await _prepared(manager, run, items, unsaved, instructions)
     decide = manager.preflight_decision(
         run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
@@ -92,6 +95,18 @@ async def filter_model_input(
         row_id = await record(sent.input, digest=digest)
     run.pending_calls.append((row_id, model))
     return sent
+
+
+async def _readable(
+    manager: CompactionManager, session_id: str, agent: Agent[Any], items: list[Any]
+) -> None:
+    """A provider marker in the input that this agent's model cannot read is replaced by a
+    readable summary first (the run is then marked to rebuild its input from the store)."""
+    if not any(isinstance(item, dict) and is_opaque(item) for item in items):
+        return
+    binding = call_binding(agent)
+    if binding is not None:
+        await manager.ensure_readable(session_id, provider=binding[0], model=binding[1])
 
 
 async def _prepared(

@@ -1,0 +1,244 @@
+"""A provider's opaque compaction item as the marker, on SQLite and PostgreSQL, through the
+real openai client and a real HTTP server: stored verbatim, loaded first, its originals
+archived; updated by the next compaction; kept by a failed one; replaced by a readable
+summary when the next call goes to another model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from sessionstore import SessionStore
+from sessionstore._crypto import Keyring, LocalKey
+from sessionstore._items import text_of
+from sessionstore._schema import messages
+from sessionstore.archive import read_archives
+from sessionstore.compaction._extractive import ExtractiveSummarizer
+from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+from tests.support.openai_server import OpenAIServer, ok, status
+from tests.support.provider import (
+    BOUND_MODEL,
+    ProviderManagers,
+    compaction_rows,
+    events_named,
+    history_with_fact,
+)
+
+
+@pytest.fixture
+async def managers(openai_server: OpenAIServer) -> AsyncIterator[ProviderManagers]:
+    built = ProviderManagers(openai_server)
+    yield built
+    await built.aclose()
+
+
+def opaque_items(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in context if item.get("type") == "compaction"]
+
+
+async def test_the_provider_item_is_the_marker_loaded_first_and_bound_to_its_model(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    items = history_with_fact()
+    await manager.append("s", items)
+    openai_server.enqueue(ok("state of the work"))
+    outcome = await manager.compact("s")
+    assert outcome.compacted and outcome.plan is not None
+    replaced = [row.item for row in outcome.plan.replaced_rows]
+
+    [request] = openai_server.requests
+    assert request.path == "/v1/responses/compact"
+    assert request.body["model"] == BOUND_MODEL
+    assert request.body["input"] == replaced  # the originals, oldest first, nothing else
+    context = await store.load_context("s")
+    assert context[0] == {
+        "type": "compaction",
+        "id": "cmp_1",
+        "encrypted_content": "opaque:state of the work",
+    }
+    assert openai_server.bound_model("cmp_1") == BOUND_MODEL
+    assert context[1:] == [item for item in items if item not in replaced]  # kept verbatim
+
+    [row] = await compaction_rows(store, "s")
+    assert (row["provider"], row["model"]) == ("openai", BOUND_MODEL)
+    assert row["summarizer"] == f"provider:openai:{BOUND_MODEL}"
+    assert row["status"] == "summarized"
+    assert row["summary_tokens"] == 4  # the reported usage: the 4 words of the reply
+    marker = next(r for r in await store.history("s") if r.seq == row["summary_seq"])
+    assert (marker.kind, marker.item_type, marker.role) == ("summary", "compaction", None)
+    [created] = await events_named(store, "s", "compact.summary_created")
+    assert "opaque:" not in created["summary"]  # events describe the item, never hold it
+    assert "cmp_1" in created["summary"]
+
+
+async def test_the_marker_is_sealed_at_rest_and_its_originals_decrypt_with_the_keyring(
+    db_url: str, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(db_url, keyring=keyring, encrypt_payloads=True) as store:
+        manager = managers.make(store)
+        await manager.append("sealed", history_with_fact())
+        openai_server.enqueue(ok("secret state"))
+        outcome = await manager.compact("sealed")
+        assert outcome.result is not None and outcome.plan is not None
+        async with store.engine.connect() as conn:
+            plain, sealed = (
+                await conn.execute(
+                    sa.select(messages.c.payload, messages.c.payload_sealed).where(
+                        messages.c.session_id == "sealed",
+                        messages.c.seq == outcome.result.summary_seq,
+                    )
+                )
+            ).one()
+        assert plain is None and b"secret state" not in bytes(sealed)
+        assert (await store.load_context("sealed"))[0]["encrypted_content"] == (
+            "opaque:secret state"
+        )
+        [archive] = await read_archives(store, "sealed", compaction_id=outcome.result.compaction_id)
+        assert archive.kek_id == "k1"
+        assert [r["item"] for r in archive.records] == [
+            row.item for row in outcome.plan.replaced_rows
+        ]
+
+
+async def test_the_next_compaction_sends_the_previous_item_back_first(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    first = opaque_items(await store.load_context("s"))
+    await manager.append("s", history_with_fact(6, seed=1))
+    outcome = await manager.compact("s")
+    assert outcome.compacted
+
+    second = openai_server.requests[1]
+    assert second.body["input"][0] == first[0]
+    assert [item.get("type") for item in second.body["input"][1:]].count("compaction") == 0
+    context = await store.load_context("s")
+    assert [item["id"] for item in opaque_items(context)] == ["cmp_2"]  # exactly one marker
+    assert context[0]["id"] == "cmp_2"
+
+
+async def test_a_provider_error_keeps_the_bound_marker_and_records_the_fallback(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    await manager.append("s", history_with_fact(6, seed=1))
+    openai_server.enqueue(status(503, "overloaded"))
+    outcome = await manager.compact("s")
+
+    assert outcome.compacted and outcome.fallback == "pruning-only"
+    [error] = await events_named(store, "s", "compact.error")
+    assert error["error_type"] == "unavailable"
+    assert error["fallback"] == "pruning-only"
+    assert error["summarizer"] == f"provider:openai:{BOUND_MODEL}"
+    assert "503" in error["message"]
+    context = await store.load_context("s")
+    assert [item["id"] for item in opaque_items(context)] == ["cmp_1"]  # kept as it was
+    latest = (await compaction_rows(store, "s"))[-1]
+    assert latest["status"] == "pruned_only"
+    assert (latest["provider"], latest["model"]) == ("openai", BOUND_MODEL)  # still bound
+
+
+async def test_a_first_compaction_that_fails_is_prune_only_and_binds_nothing(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    await manager.append("s", history_with_fact())
+    openai_server.enqueue(status(400, "bad model", code="model_not_found"))
+    outcome = await manager.compact("s")
+    assert outcome.fallback == "pruning-only"
+    [row] = await compaction_rows(store, "s")
+    assert row["provider"] is None and row["summary_seq"] is None
+    [error] = await events_named(store, "s", "compact.error")
+    assert error["error_type"] == "error" and "model_not_found" in error["message"]
+    assert not await manager.ensure_readable("s", model="gpt-4.1")
+
+
+async def test_a_model_switch_replaces_the_marker_with_a_readable_summary(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    await manager.append("s", history_with_fact(6, seed=1)[2:])  # the fact only in round one
+    await manager.compact("s")
+    before = await store.load_context("s")
+    assert not await manager.ensure_readable("s", model=BOUND_MODEL)  # same model: untouched
+    assert await events_named(store, "s", "compact.provider_item_unusable") == []
+
+    assert await manager.ensure_readable("s", model="gpt-4.1")
+    context = await store.load_context("s")
+    assert opaque_items(context) == []
+    assert text_of(context[0]).startswith("<COMPACT-SUMMARY v3>")
+    assert "zeta-42" in text_of(context[0])  # from the first marker's originals, two back
+    assert context[1:] == before[1:]  # everything after the marker, unchanged
+    [event] = await events_named(store, "s", "compact.provider_item_unusable")
+    assert event["marker_provider"] == "openai"
+    assert (event["marker_model"], event["model"]) == (BOUND_MODEL, "gpt-4.1")
+    latest = (await compaction_rows(store, "s"))[-1]
+    assert (latest["trigger"], latest["model"], latest["provider"]) == (
+        "model_switch",
+        "gpt-4.1",
+        None,
+    )
+    [archive] = await read_archives(store, "s", compaction_id=latest["id"])
+    assert [r["item"] for r in archive.records] == [before[0]]  # the opaque marker, kept
+    assert not await manager.ensure_readable("s", model="gpt-4.1")  # nothing bound now
+
+
+async def test_a_provider_switch_is_a_model_switch_too(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store)
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    assert await manager.ensure_readable("s", model=BOUND_MODEL, provider="litellm")
+    [event] = await events_named(store, "s", "compact.provider_item_unusable")
+    assert (event["marker_provider"], event["provider"]) == ("openai", "litellm")
+
+
+async def test_a_readable_summary_before_the_provider_item_is_carried_into_the_rebuild(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    extractive = managers.make(store)
+    extractive.summarizer = ExtractiveSummarizer(store.estimator)
+    await extractive.append("s", history_with_fact())
+    await extractive.compact("s")  # v1: our readable summary, holding the fact
+    provider = managers.make(store)
+    await provider.append("s", history_with_fact(6, seed=1)[2:])
+    await provider.compact("s")  # v2: the provider item replaces it
+    sent = openai_server.requests[0].body["input"][0]
+    assert sent["role"] == "assistant" and "zeta-42" in sent["content"]  # the prior state
+
+    assert await provider.ensure_readable("s", model="gpt-4.1")
+    assert "zeta-42" in text_of((await store.load_context("s"))[0])
+
+
+async def test_a_summarizer_of_another_model_gets_the_marker_in_readable_form(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    await managers.make(store).append("s", history_with_fact())
+    await managers.make(store).compact("s")
+    other = managers.make(store, model="gpt-4.1")
+    await other.append("s", history_with_fact(6, seed=1)[2:])
+    outcome = await other.compact("s")
+    assert outcome.compacted and outcome.fallback is None
+
+    prior = openai_server.requests[1].body["input"][0]
+    assert prior["role"] == "assistant" and "zeta-42" in prior["content"]
+    assert all(item.get("type") != "compaction" for item in openai_server.requests[1].body["input"])
+    assert (await compaction_rows(store, "s"))[-1]["model"] == "gpt-4.1"
+    assert openai_server.bound_model("cmp_2") == "gpt-4.1"
+
+
+async def test_the_provider_summarizer_rejects_an_empty_provider_name() -> None:
+    with pytest.raises(ValueError, match="provider must name"):
+        ProviderSummarizer("gpt-5", provider=" ", base_url="http://127.0.0.1:9/v1")
