@@ -344,8 +344,11 @@ class CompactionManager:
         return True
 
     def _rebind(self) -> Rebind:
-        allowance = self.policy.summary_allowance(self.config.max_context_tokens)
-        return Rebind(self.store, self.estimator, self.policy, allowance)
+        window = self.config.max_context_tokens
+        allowance = self.policy.summary_allowance(window)
+        return Rebind(
+            self.store, self.estimator, self.policy, allowance, self.policy.target(window)
+        )
 
     async def _prior_state(self, session_id: str, plan: Partition) -> _Prior:
         """The previous marker for the summarizer: its text; or, when it is a provider's item,

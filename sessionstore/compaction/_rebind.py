@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .._events import Event
 from .._items import text_of
@@ -24,6 +24,7 @@ from .._schema import KIND_SUMMARY
 from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ._extractive import ExtractiveSummarizer
+from ._marker import summary_marker
 from ._persist import CompactionResult, CompactionWrite, encode_replaced, own_start
 from ._persist import tx_commit_compaction as commit
 from ._policy import CompactionPolicy
@@ -34,7 +35,8 @@ from ._summarizer import SummaryRequest
 __all__ = ["REBIND_TRIGGER", "Rebind", "Rebuilt"]
 
 # The `compactions.trigger` of a rebuild: the model about to be called changed.
-REBIND_TRIGGER = "model_switch"
+REBIND_TRIGGER: Final = "model_switch"
+_MIN_SUMMARY_TOKENS: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +55,13 @@ class Rebind:
     estimator: TokenEstimator
     policy: CompactionPolicy
     max_tokens: int  # the summary allowance
+    target: int  # the context a compaction aims below
 
     async def readable_summary(
-        self, state: ReadableState, kept: Sequence[Mapping[str, Any]] = ()
+        self,
+        state: ReadableState,
+        kept: Sequence[Mapping[str, Any]] = (),
+        max_tokens: int | None = None,
     ) -> str:
         """The extractive summary of an opaque marker's originals (and the readable summary
         before them), without any secret the redactor finds in them."""
@@ -66,7 +72,7 @@ class Rebind:
                 prior_summary=state.prior_summary,
                 strategy=strategy.name,
                 instructions=strategy.prompt,
-                max_tokens=self.max_tokens,
+                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
                 keep_keys=self.policy.keep_keys,
                 kept=kept,
             )
@@ -91,7 +97,17 @@ class Rebind:
             return Rebuilt(None)
         marker, after = visible[at], visible[at + 1 :]
         state = await readable_state(self.store, session_id, binding.compaction_id)
-        text = await self.readable_summary(state, [row.item for row in after if row.item])
+        # Within the room the rest (and the summary row's own wrapping) leaves below the
+        # target, so the next pre-flight does not compact again (down to 256 tokens).
+        wrapping = self.estimator.count_item(
+            {"role": self.policy.summary_role, "content": summary_marker(0, "")}
+        )
+        room = self.target - wrapping - sum(row.tokens for row in visible if row is not marker)
+        text = await self.readable_summary(
+            state,
+            [row.item for row in after if row.item],
+            max(min(self.max_tokens, room), _MIN_SUMMARY_TOKENS),
+        )
         redact = self.store.redactor.value if self.store.redact_archives else None
         write = CompactionWrite(
             session_id=session_id,

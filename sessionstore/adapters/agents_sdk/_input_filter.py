@@ -91,6 +91,7 @@ async def filter_model_input(
         await manager.before_model_call(
             run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
         )
+        await _readable(manager, run.session_id, data.agent)  # a new marker may be bound
         sent, digest = await _prepared(manager, run, items, unsaved, instructions)
         row_id = await record(sent.input, digest=digest)
     run.pending_calls.append((row_id, model))
@@ -98,11 +99,15 @@ async def filter_model_input(
 
 
 async def _readable(
-    manager: CompactionManager, session_id: str, agent: Agent[Any], items: list[Any]
+    manager: CompactionManager,
+    session_id: str,
+    agent: Agent[Any],
+    items: list[Any] | None = None,
 ) -> None:
-    """A provider marker in the input that this agent's model cannot read is replaced by a
-    readable summary first (the run is then marked to rebuild its input from the store)."""
-    if not any(isinstance(item, dict) and is_opaque(item) for item in items):
+    """A provider marker in the input (`items`; None: the stored context after a compaction)
+    that this agent's model cannot read is replaced by a readable summary first (the run is
+    then marked to rebuild its input from the store)."""
+    if items is not None and not any(isinstance(item, dict) and is_opaque(item) for item in items):
         return
     binding = call_binding(agent)
     if binding is not None:
