@@ -91,7 +91,7 @@ async def test_a_runner_run_replays_the_provider_item_as_the_first_item(
     for call in compacted:
         assert is_compaction(call.input[0])  # the marker first, the recent turns after it
         assert sum(map(is_compaction, call.input)) == 1
-    stored = await session.get_items()
+    stored: list[Any] = await session.get_items()
     assert is_compaction(stored[0]) and stored[0] == compacted[-1].input[0]
     assert [r.path for r in managers.server.requests] == ["/v1/responses/compact"] * len(
         await compaction_rows(store, "run")
