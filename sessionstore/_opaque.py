@@ -17,6 +17,10 @@ __all__ = ["OPAQUE_TYPES", "describe_opaque", "is_opaque", "opaque_view"]
 OPAQUE_TYPES: Final = frozenset({"compaction"})
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def is_opaque(item: Mapping[str, Any] | None) -> bool:
     """True for an item only its provider can read (a compaction item)."""
     return item is not None and item.get("type") in OPAQUE_TYPES
@@ -24,7 +28,10 @@ def is_opaque(item: Mapping[str, Any] | None) -> bool:
 
 def _size(item: Mapping[str, Any]) -> int:
     blob = item.get("encrypted_content")
-    return len(blob.encode()) if isinstance(blob, str) else 0
+    if isinstance(blob, str):
+        return len(blob.encode())
+    shown = item.get("encrypted_bytes")  # an `opaque_view` of the item
+    return shown if isinstance(shown, int) else 0
 
 
 def opaque_view(
@@ -43,7 +50,10 @@ def opaque_view(
 def describe_opaque(
     item: Mapping[str, Any], *, provider: str | None = None, model: str | None = None
 ) -> str:
-    """One line for an opaque item: `[opaque compaction item cmp_1 (openai gpt-5), 1234 bytes]`."""
+    """One line for an opaque item (or its `opaque_view`):
+    `[opaque compaction item cmp_1 (openai gpt-5), 1234 bytes]`."""
+    provider = provider or _text(item.get("provider"))
+    model = model or _text(item.get("model"))
     binding = " ".join(part for part in (provider, model) if part)
     bound = f" ({binding})" if binding else ""
     return f"[opaque {item.get('type')} item {item.get('id')}{bound}, {_size(item)} bytes]"
