@@ -345,10 +345,7 @@ class CompactionManager:
 
     def _rebind(self) -> Rebind:
         window = self.config.max_context_tokens
-        allowance = self.policy.summary_allowance(window)
-        return Rebind(
-            self.store, self.estimator, self.policy, allowance, self.policy.target(window)
-        )
+        return Rebind(self.store, self.estimator, self.policy, window, self.decision_event)
 
     async def _prior_state(self, session_id: str, plan: Partition) -> _Prior:
         """The previous marker for the summarizer: its text; or, when it is a provider's item,

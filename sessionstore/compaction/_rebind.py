@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,7 +27,7 @@ from ._extractive import ExtractiveSummarizer
 from ._marker import summary_marker
 from ._persist import CompactionResult, CompactionWrite, encode_replaced, own_start
 from ._persist import tx_commit_compaction as commit
-from ._policy import CompactionPolicy
+from ._policy import CompactionPolicy, TriggerDecision
 from ._prompts import resolve_strategy
 from ._provider_marker import Binding, ReadableState, readable_state, tx_binding
 from ._summarizer import SummaryRequest
@@ -54,8 +54,8 @@ class Rebind:
     store: SessionStore
     estimator: TokenEstimator
     policy: CompactionPolicy
-    max_tokens: int  # the summary allowance
-    target: int  # the context a compaction aims below
+    window: int  # max_context_tokens
+    decision_event: Callable[..., Event]  # the manager's: (session_id, decision, **fields)
 
     async def readable_summary(
         self,
@@ -72,7 +72,9 @@ class Rebind:
                 prior_summary=state.prior_summary,
                 strategy=strategy.name,
                 instructions=strategy.prompt,
-                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
+                max_tokens=self.policy.summary_allowance(self.window)
+                if max_tokens is None
+                else max_tokens,
                 keep_keys=self.policy.keep_keys,
                 kept=kept,
             )
@@ -102,11 +104,13 @@ class Rebind:
         wrapping = self.estimator.count_item(
             {"role": self.policy.summary_role, "content": summary_marker(0, "")}
         )
-        room = self.target - wrapping - sum(row.tokens for row in visible if row is not marker)
+        target = self.policy.target(self.window)
+        room = target - wrapping - sum(row.tokens for row in visible if row is not marker)
+        allowance = self.policy.summary_allowance(self.window)
         text = await self.readable_summary(
             state,
             [row.item for row in after if row.item],
-            max(min(self.max_tokens, room), _MIN_SUMMARY_TOKENS),
+            max(min(allowance, room), _MIN_SUMMARY_TOKENS),
         )
         redact = self.store.redactor.value if self.store.redact_archives else None
         write = CompactionWrite(
@@ -122,7 +126,7 @@ class Rebind:
             archive=await asyncio.to_thread(encode_replaced, [marker], redact),
             record=self._record(binding, provider, model, visible, at, started),
             events=self.store.redacted(
-                self._events(session_id, binding, provider, model, state, text)
+                self._events(session_id, binding, provider, model, state, text, visible, at)
             ),
         )
         result = await self.store.write_transaction(
@@ -165,10 +169,25 @@ class Rebind:
         model: str,
         state: ReadableState,
         text: str,
+        visible: Sequence[StoredRow],
+        at: int,
     ) -> list[Event]:
+        """The events of every compaction (docs/OBSERVABILITY.md), for one that replaced
+        only the marker, and why it did."""
         summary_tokens = self.estimator.count_text(text)
         input_tokens = sum(self.estimator.count_item(item) for item in state.items)
+        tokens_before = sum(row.tokens for row in visible)
+        budget = self.policy.budget(self.window)
+        decision = TriggerDecision(True, REBIND_TRIGGER, tokens_before, self.window, budget)
+        note = f"{binding.provider} item bound to {binding.model}; next call: {provider} {model}"
         return [
+            self.decision_event(
+                session_id,
+                decision,
+                note=note,
+                kept={"pinned": at, "recent_turns": 0, "tool_pairs": 0},
+                pruned_count=1,
+            ),
             Event(
                 "compact.provider_item_unusable",
                 session_id,
@@ -193,5 +212,31 @@ class Rebind:
                     "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
                     "summary": text,
                 },
+            ),
+            Event(
+                "compact.pruned_messages",
+                session_id,
+                fields={
+                    "pruned_count": 1,
+                    "layers": {"pinned": at, "summary": 1, "recent_turns": 0, "tool_pairs": 0},
+                    "tokens_before": tokens_before,
+                },
+            ),
+            Event(
+                "compact.policy_applied",
+                session_id,
+                fields={
+                    "keep_recent_turns": self.policy.keep_recent_turns,
+                    "keep_tool_io_pairs": self.policy.keep_tool_io_pairs,
+                    "recent_user_token_budget": self.policy.recent_user_token_budget,
+                    "reductions": [],
+                    "budget": budget,
+                    "target": self.policy.target(self.window),
+                },
+            ),
+            Event(
+                "compact.archival",
+                session_id,
+                fields={"storage_adapter": "sql", "item_count": 1},
             ),
         ]

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from sessionstore import SessionStore
 from sessionstore._crypto import Keyring, LocalKey
@@ -18,6 +20,8 @@ from sessionstore._schema import messages
 from sessionstore.archive import read_archives
 from sessionstore.compaction._extractive import ExtractiveSummarizer
 from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+from tests.support.histories import turns
+from tests.support.invariants import assert_session_invariants
 from tests.support.openai_server import OpenAIServer, ok, status
 from tests.support.provider import (
     BOUND_MODEL,
@@ -242,3 +246,48 @@ async def test_a_summarizer_of_another_model_gets_the_marker_in_readable_form(
 async def test_the_provider_summarizer_rejects_an_empty_provider_name() -> None:
     with pytest.raises(ValueError, match="provider must name"):
         ProviderSummarizer("gpt-5", provider=" ", base_url="http://127.0.0.1:9/v1")
+
+
+_step = st.sampled_from(["turns", "tools", "provider", "extractive", "failing", "switch"])
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(_step, min_size=3, max_size=9), size=st.integers(5, 40))
+async def test_every_mix_of_provider_readable_and_rebuilt_markers_keeps_the_invariants(
+    db_url: str, openai_server: OpenAIServer, steps: list[str], size: int
+) -> None:
+    """Lossless archives, gapless seqs, exact counters, at most one marker, and no
+    provider item in front of a model it is not bound to once `ensure_readable` ran."""
+    sid = f"mix{abs(hash((tuple(steps), size)))}"
+    managers = ProviderManagers(openai_server)
+    async with SessionStore(db_url, create_tables=True) as store:
+        provider = managers.make(store)
+        readable = managers.make(store)
+        readable.summarizer = ExtractiveSummarizer(store.estimator)
+        for n, step in enumerate(["turns", *steps]):
+            if step in ("turns", "tools"):
+                every = 1 if step == "tools" else 0
+                await provider.append(sid, turns(3, seed=n, size=size, tools_every=every))
+            elif step == "switch":
+                before = await store.load_context(sid)
+                rebuilt = await provider.ensure_readable(sid, model="gpt-4.1")
+                event(f"switch rebuilt: {rebuilt}")
+                after = await store.load_context(sid)
+                assert opaque_items(after) == []
+                if rebuilt:  # the marker, and only it, became a readable summary
+                    at = next(
+                        i for i, item in enumerate(before) if item.get("type") == "compaction"
+                    )
+                    assert after[:at] == before[:at] and after[at + 1 :] == before[at + 1 :]
+                    assert text_of(after[at]).startswith("<COMPACT-SUMMARY")
+            else:
+                if step == "failing":
+                    openai_server.enqueue(status(500))
+                await (readable if step == "extractive" else provider).compact(sid)
+            context = await assert_session_invariants(store, sid)
+            assert len(opaque_items(context)) <= 1
+    await managers.aclose()
