@@ -32,6 +32,7 @@ __all__ = [
     "context_length_error",
     "echo_text",
     "length",
+    "no_compaction_item",
     "ok",
     "refusal",
     "sleep",
@@ -39,7 +40,9 @@ __all__ = [
     "tool_call",
 ]
 
-BehaviourKind = Literal["ok", "status", "sleep", "refusal", "length", "tool_call", "filtered"]
+BehaviourKind = Literal[
+    "ok", "status", "sleep", "refusal", "length", "tool_call", "filtered", "no_item"
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,11 @@ def length(text: str = "A summary cut off in the mid") -> Behaviour:
 def content_filter(text: str = "") -> Behaviour:
     """A reply stopped by the content filter."""
     return Behaviour("filtered", text)
+
+
+def no_compaction_item() -> Behaviour:
+    """A `/responses/compact` reply holding the user messages but no compaction item."""
+    return Behaviour("no_item")
 
 
 def tool_call(name: str, args: Mapping[str, Any] | str = "{}") -> Behaviour:
@@ -256,14 +264,12 @@ def _compact_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any],
     (bound to the request's model by the handler)."""
     items = body.get("input") or []
     users = [item for item in items if isinstance(item, dict) and item.get("role") == "user"]
+    item = {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"}
     return {
         "id": f"cmp_resp_{number}",
         "object": "response.compaction",
         "created_at": 0,
-        "output": [
-            *users,
-            {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"},
-        ],
+        "output": [*users, *([] if behaviour.kind == "no_item" else [item])],
         "usage": _responses_usage(body, text),
     }
 
