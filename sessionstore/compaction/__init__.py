@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._policy import CompactionPolicy, TriggerDecision
     from ._prompts import BUILTIN_STRATEGIES, Strategy
     from ._provider_errors import is_context_length_error
+    from ._provider_summarizer import ProviderSummarizer
     from ._report import DiffLine, diff_lines
     from ._summarizer import Summarizer, SummaryRequest, SummaryResult
     from ._truncate import TruncationPolicy
@@ -75,6 +76,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "normalize": ("._normalize", "normalize"),
     "CompactionObserver": ("._observers", "CompactionObserver"),
     "OpenAISummarizer": ("._openai_summarizer", "OpenAISummarizer"),
+    "ProviderSummarizer": ("._provider_summarizer", "ProviderSummarizer"),
     "CompactionResult": ("._persist", "CompactionResult"),
     "CompactionPolicy": ("._policy", "CompactionPolicy"),
     "TriggerDecision": ("._policy", "TriggerDecision"),
@@ -120,6 +122,7 @@ __all__ = [
     "Message",
     "NormalizeReport",
     "OpenAISummarizer",
+    "ProviderSummarizer",
     "Strategy",
     "Summarizer",
     "SummarizerError",
