@@ -23,7 +23,8 @@ def _text(value: object) -> str | None:
 
 def is_opaque(item: Mapping[str, Any] | None) -> bool:
     """True for an item only its provider can read (a compaction item)."""
-    return item is not None and item.get("type") in OPAQUE_TYPES
+    kind = None if item is None else item.get("type")
+    return isinstance(kind, str) and kind in OPAQUE_TYPES
 
 
 def _size(item: Mapping[str, Any]) -> int:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, cast
 from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
-from ..._opaque import is_opaque
 from ...compaction import normalize
 from ._binding import call_binding
 from ._observer import watch_runs
@@ -81,8 +80,9 @@ async def filter_model_input(
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
     )
-    await _readable(manager, run.session_id, data.agent, items)
-    sent, digest = await _prepared(manager, run, items, unsaved, instructions)
+    sent, digest, opaque = await _prepared(manager, run, items, unsaved, instructions)
+    if opaque and await _rebuilt(manager, run.session_id, data.agent):
+        sent, digest, _ = await _prepared(manager, run, items, unsaved, instructions)
     decide = manager.preflight_decision(
         run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
     )
@@ -91,27 +91,20 @@ async def filter_model_input(
         await manager.before_model_call(
             run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
         )
-        await _readable(manager, run.session_id, data.agent)  # a new marker may be bound
-        sent, digest = await _prepared(manager, run, items, unsaved, instructions)
+        await _rebuilt(manager, run.session_id, data.agent)  # a new marker may be bound
+        sent, digest, _ = await _prepared(manager, run, items, unsaved, instructions)
         row_id = await record(sent.input, digest=digest)
     run.pending_calls.append((row_id, model))
     return sent
 
 
-async def _readable(
-    manager: CompactionManager,
-    session_id: str,
-    agent: Agent[Any],
-    items: list[Any] | None = None,
-) -> None:
-    """A provider marker in the input (`items`; None: the stored context after a compaction)
-    that this agent's model cannot read is replaced by a readable summary first (the run is
-    then marked to rebuild its input from the store)."""
-    if items is not None and not any(isinstance(item, dict) and is_opaque(item) for item in items):
-        return
+async def _rebuilt(manager: CompactionManager, session_id: str, agent: Agent[Any]) -> bool:
+    """Whether a provider marker this agent's model cannot read was replaced by a readable
+    summary (the run is then marked to rebuild its input from the store)."""
     binding = call_binding(agent)
-    if binding is not None:
-        await manager.ensure_readable(session_id, provider=binding[0], model=binding[1])
+    if binding is None:
+        return False
+    return await manager.ensure_readable(session_id, provider=binding[0], model=binding[1])
 
 
 async def _prepared(
@@ -120,15 +113,16 @@ async def _prepared(
     items: list[Any],
     unsaved: list[Any],
     instructions: str | None,
-) -> tuple[ModelInputData, str | None]:
-    """The input to send and its digest (None: the store computes it), cleaned with the
-    memo's hygiene scan; rebuilt from the store once the stored context was rewritten."""
+) -> tuple[ModelInputData, str | None, bool]:
+    """The input to send, its digest (None: the store computes it) and whether it holds a
+    provider's compaction item; cleaned with the memo's hygiene scan, rebuilt from the store
+    once the stored context was rewritten."""
     if run.compacted:  # marked by the run observer when the stored context was rewritten
         items = [*await manager.store.load_context(run.session_id), *unsaved]
     memo = run.memo.advance(items)
     cleaned = cast("list[TResponseInputItem]", normalize(items, memo.scan).items)
     digest = memo.digest.hexdigest() if memo.scan.clean else None  # sent as it came
-    return ModelInputData(input=cleaned, instructions=instructions), digest
+    return ModelInputData(input=cleaned, instructions=instructions), digest, memo.opaque
 
 
 def model_name(agent: Agent[Any]) -> str | None:
