@@ -253,15 +253,21 @@ class CompactionManager:
         *,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        provider: str = "openai",
     ) -> list[dict[str, Any]]:
         """Estimate, decide and (if triggered) compact; return the messages to send.
 
         The session's rows mirror the list you pass: the stored context is a prefix
         of it (new messages are appended) or it is replaced (a clear marker, then
-        the list). Keep the returned list and append to it.
+        the list). Keep the returned list and append to it. With `model` (the model the
+        messages go to, at `provider`), a provider's compaction item it cannot read is
+        replaced by a readable summary (`ensure_readable`).
         """
         await self._mirror(session_id, messages)
         await self.before_model_call(session_id, instructions=instructions, tools=tools or ())
+        if model is not None:
+            await self.ensure_readable(session_id, model=model, provider=provider)
         return await self.store.load_context(session_id)
 
     async def before_model_call(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import openai
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, event, given, settings
@@ -196,6 +197,25 @@ async def test_a_model_switch_replaces_the_marker_with_a_readable_summary(
     [archive] = await read_archives(store, "s", compaction_id=latest["id"])
     assert [r["item"] for r in archive.records] == [before[0]]  # the opaque marker, kept
     assert not await manager.ensure_readable("s", model="gpt-4.1")  # nothing bound now
+
+
+async def test_only_the_bound_model_can_replay_the_item_until_it_is_rebuilt(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    """The server reads an item only for the model it issued it to, as OpenAI does; the
+    message-list pre-flight given the model hands over what that model can read."""
+    manager = managers.make(store)
+    messages: list[Any] = await manager.manual_compact("s", history_with_fact())
+    client = openai.AsyncOpenAI(base_url=openai_server.base_url, api_key="test", max_retries=0)
+    async with client:
+        await client.responses.create(model=BOUND_MODEL, input=messages)  # readable
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.responses.create(model="gpt-4.1", input=messages)
+        assert refused.value.code == "invalid_encrypted_content"
+        readable: list[Any] = await manager.preflight("s", messages, model="gpt-4.1")
+        assert opaque_items(readable) == [] and "zeta-42" in text_of(readable[0])
+        await client.responses.create(model="gpt-4.1", input=readable)
+        assert await manager.preflight("s", readable, model="gpt-4.1") == readable
 
 
 async def test_a_provider_switch_is_a_model_switch_too(
