@@ -19,6 +19,7 @@ from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._items import text_of
 from sessionstore._schema import messages
 from sessionstore.archive import read_archives
+from sessionstore.compaction import CompactionManager
 from sessionstore.compaction._extractive import ExtractiveSummarizer
 from sessionstore.compaction._provider_summarizer import ProviderSummarizer
 from tests.support.histories import turns
@@ -28,9 +29,9 @@ from tests.support.provider import (
     BOUND_MODEL,
     ProviderManagers,
     compaction_rows,
-    events_named,
     history_with_fact,
 )
+from tests.support.stored_events import events_of
 
 
 @pytest.fixture
@@ -38,6 +39,19 @@ async def managers(openai_server: OpenAIServer) -> AsyncIterator[ProviderManager
     built = ProviderManagers(openai_server)
     yield built
     await built.aclose()
+
+
+async def compacted_then_grown(
+    manager: CompactionManager, *, fact_again: bool = True
+) -> list[dict[str, Any]]:
+    """Session 's': a first round compacted, then a second round appended (stating the fact
+    again, or not); returns the first round's marker (a list of one opaque item)."""
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    first = opaque_items(await manager.store.load_context("s"))
+    second = history_with_fact(6, seed=1)
+    await manager.append("s", second if fact_again else second[2:])
+    return first
 
 
 def opaque_items(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,7 +89,7 @@ async def test_the_provider_item_is_the_marker_loaded_first_and_bound_to_its_mod
     assert row["summary_tokens"] == 4  # the reported usage: the 4 words of the reply
     marker = next(r for r in await store.history("s") if r.seq == row["summary_seq"])
     assert (marker.kind, marker.item_type, marker.role) == ("summary", "compaction", None)
-    [created] = await events_named(store, "s", "compact.summary_created")
+    [created] = await events_of(store, "s", "compact.summary_created")
     assert "opaque:" not in created["summary"]  # events describe the item, never hold it
     assert "cmp_1" in created["summary"]
 
@@ -114,10 +128,7 @@ async def test_the_next_compaction_sends_the_previous_item_back_first(
     store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
 ) -> None:
     manager = managers.make(store)
-    await manager.append("s", history_with_fact())
-    await manager.compact("s")
-    first = opaque_items(await store.load_context("s"))
-    await manager.append("s", history_with_fact(6, seed=1))
+    first = await compacted_then_grown(manager)
     outcome = await manager.compact("s")
     assert outcome.compacted
 
@@ -133,14 +144,12 @@ async def test_a_provider_error_keeps_the_bound_marker_and_records_the_fallback(
     store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
 ) -> None:
     manager = managers.make(store)
-    await manager.append("s", history_with_fact())
-    await manager.compact("s")
-    await manager.append("s", history_with_fact(6, seed=1))
+    await compacted_then_grown(manager)
     openai_server.enqueue(status(503, "overloaded"))
     outcome = await manager.compact("s")
 
     assert outcome.compacted and outcome.fallback == "pruning-only"
-    [error] = await events_named(store, "s", "compact.error")
+    [error] = await events_of(store, "s", "compact.error")
     assert error["error_type"] == "unavailable"
     assert error["fallback"] == "pruning-only"
     assert error["summarizer"] == f"provider:openai:{BOUND_MODEL}"
@@ -162,7 +171,7 @@ async def test_a_first_compaction_that_fails_is_prune_only_and_binds_nothing(
     assert outcome.fallback == "pruning-only"
     [row] = await compaction_rows(store, "s")
     assert row["provider"] is None and row["summary_seq"] is None
-    [error] = await events_named(store, "s", "compact.error")
+    [error] = await events_of(store, "s", "compact.error")
     assert error["error_type"] == "error" and "model_not_found" in error["message"]
     assert not await manager.ensure_readable("s", model="gpt-4.1")
 
@@ -171,13 +180,11 @@ async def test_a_model_switch_replaces_the_marker_with_a_readable_summary(
     store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
 ) -> None:
     manager = managers.make(store)
-    await manager.append("s", history_with_fact())
-    await manager.compact("s")
-    await manager.append("s", history_with_fact(6, seed=1)[2:])  # the fact only in round one
+    await compacted_then_grown(manager, fact_again=False)  # the fact only in round one
     await manager.compact("s")
     before = await store.load_context("s")
     assert not await manager.ensure_readable("s", model=BOUND_MODEL)  # same model: untouched
-    assert await events_named(store, "s", "compact.provider_item_unusable") == []
+    assert await events_of(store, "s", "compact.provider_item_unusable") == []
 
     assert await manager.ensure_readable("s", model="gpt-4.1")
     context = await store.load_context("s")
@@ -185,7 +192,7 @@ async def test_a_model_switch_replaces_the_marker_with_a_readable_summary(
     assert text_of(context[0]).startswith("<COMPACT-SUMMARY v3>")
     assert "zeta-42" in text_of(context[0])  # from the first marker's originals, two back
     assert context[1:] == before[1:]  # everything after the marker, unchanged
-    [event] = await events_named(store, "s", "compact.provider_item_unusable")
+    [event] = await events_of(store, "s", "compact.provider_item_unusable")
     assert event["marker_provider"] == "openai"
     assert (event["marker_model"], event["model"]) == (BOUND_MODEL, "gpt-4.1")
     latest = (await compaction_rows(store, "s"))[-1]
@@ -225,7 +232,7 @@ async def test_a_provider_switch_is_a_model_switch_too(
     await manager.append("s", history_with_fact())
     await manager.compact("s")
     assert await manager.ensure_readable("s", model=BOUND_MODEL, provider="litellm")
-    [event] = await events_named(store, "s", "compact.provider_item_unusable")
+    [event] = await events_of(store, "s", "compact.provider_item_unusable")
     assert (event["marker_provider"], event["provider"]) == ("openai", "litellm")
 
 

@@ -4,7 +4,6 @@ maps into the exception tree the compaction service reacts to."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from tests.support.openai_server import (
     sleep,
     status,
 )
+from tests.support.summarizers import SummarizerMaker
 
 SECRET_KEY = "sk-test-SECRET-0123456789"
 ITEMS = [
@@ -46,31 +46,18 @@ def request(**changes: Any) -> SummaryRequest:
     return SummaryRequest(**fields)
 
 
-Factory = Callable[..., ProviderSummarizer]
-
-
-@pytest.fixture
-async def make(openai_server: OpenAIServer) -> AsyncIterator[Factory]:
-    """Provider summarizers pointed at the live server, closed after the test."""
-    made: list[ProviderSummarizer] = []
-
-    def factory(**options: Any) -> ProviderSummarizer:
-        options.setdefault("base_url", openai_server.base_url)
-        options.setdefault("api_key", SECRET_KEY)
-        summarizer = ProviderSummarizer(options.pop("model", "gpt-5"), **options)
-        made.append(summarizer)
-        return summarizer
-
-    yield factory
-    for summarizer in made:
-        await summarizer.aclose()
+def provider(
+    summarizers: SummarizerMaker, model: str = "gpt-5", **options: Any
+) -> ProviderSummarizer:
+    """A provider summarizer pointed at the live server, closed after the test."""
+    return summarizers(ProviderSummarizer, model, **{"api_key": SECRET_KEY, **options})
 
 
 async def test_the_answer_is_the_compaction_item_verbatim_with_its_binding_and_usage(
-    openai_server: OpenAIServer, make: Factory
+    openai_server: OpenAIServer, summarizers: SummarizerMaker
 ) -> None:
     openai_server.enqueue(ok("three word state"))
-    summarizer = make()
+    summarizer = provider(summarizers)
     assert isinstance(summarizer, Summarizer)
     result = await summarizer.summarize(request())
     assert result.item == {
@@ -87,20 +74,20 @@ async def test_the_answer_is_the_compaction_item_verbatim_with_its_binding_and_u
 
 
 async def test_the_previous_item_goes_back_first_and_an_item_of_another_model_is_refused(
-    openai_server: OpenAIServer, make: Factory
+    openai_server: OpenAIServer, summarizers: SummarizerMaker
 ) -> None:
-    summarizer = make()
+    summarizer = provider(summarizers)
     first = await summarizer.summarize(request())
     await summarizer.summarize(request(prior_item=first.item))
     assert openai_server.requests[1].body["input"] == [first.item, *PUBLIC_ITEMS]
     with pytest.raises(SummarizerError, match="invalid_encrypted_content"):
-        await make(model="gpt-4.1").summarize(request(prior_item=first.item))
+        await provider(summarizers, "gpt-4.1").summarize(request(prior_item=first.item))
 
 
 async def test_a_readable_prior_summary_goes_first_as_an_assistant_message(
-    openai_server: OpenAIServer, make: Factory
+    openai_server: OpenAIServer, summarizers: SummarizerMaker
 ) -> None:
-    await make().summarize(request(prior_summary="## Goals\n- ship v2"))
+    await provider(summarizers).summarize(request(prior_summary="## Goals\n- ship v2"))
     prior = {"role": "assistant", "content": "## Goals\n- ship v2"}
     assert openai_server.requests[0].body["input"] == [prior, *PUBLIC_ITEMS]
 
@@ -123,27 +110,27 @@ async def test_a_readable_prior_summary_goes_first_as_an_assistant_message(
 )
 async def test_failures_map_into_the_exception_tree_without_the_key(
     openai_server: OpenAIServer,
-    make: Factory,
+    summarizers: SummarizerMaker,
     behaviour: Any,
     error: type[SummarizerError],
     fragment: str,
 ) -> None:
     openai_server.enqueue(behaviour)
     with pytest.raises(error) as raised:
-        await make(timeout=0.3).summarize(request())
+        await provider(summarizers, timeout=0.3).summarize(request())
     assert type(raised.value) is error
     assert fragment in str(raised.value) and "provider:openai:gpt-5" in str(raised.value)
     assert SECRET_KEY not in str(raised.value) and raised.value.__cause__ is None
 
 
-async def test_an_unreachable_endpoint_is_unavailable(make: Factory) -> None:
-    summarizer = make(base_url="http://127.0.0.1:9/v1", timeout=1)
+async def test_an_unreachable_endpoint_is_unavailable(summarizers: SummarizerMaker) -> None:
+    summarizer = provider(summarizers, base_url="http://127.0.0.1:9/v1", timeout=1)
     with pytest.raises(SummarizerUnavailableError, match="could not connect"):
         await summarizer.summarize(request())
 
 
-def test_it_reads_only_items_of_its_own_provider_and_model(make: Factory) -> None:
-    summarizer = make(provider="azure-openai")
+def test_it_reads_only_items_of_its_own_provider_and_model(summarizers: SummarizerMaker) -> None:
+    summarizer = provider(summarizers, provider="azure-openai")
     assert summarizer.can_read("azure-openai", "gpt-5")
     assert not summarizer.can_read("openai", "gpt-5")
     assert not summarizer.can_read("azure-openai", "gpt-4.1")

@@ -25,8 +25,8 @@ from tests.support.provider import (
     FACT,
     ProviderManagers,
     compaction_rows,
-    events_named,
 )
+from tests.support.stored_events import events_of
 
 TURNS = 12
 WINDOW = 3_000
@@ -113,7 +113,7 @@ async def test_an_agent_switched_to_another_model_gets_a_readable_summary(
     assert text_of(call.input[0]).startswith("<COMPACT-SUMMARY")
     assert "zeta-42" in text_of(call.input[0])  # the first turn, from the archives
     # The summarizer still makes gpt-5 items: each one is replaced before gpt-4.1 sees it.
-    events = await events_named(store, "switch", "compact.provider_item_unusable")
+    events = await events_of(store, "switch", "compact.provider_item_unusable")
     assert events and all(
         (event["marker_model"], event["model"]) == (BOUND_MODEL, "gpt-4.1") for event in events
     )
