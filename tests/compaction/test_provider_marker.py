@@ -5,6 +5,7 @@ summary when the next call goes to another model."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -318,3 +319,28 @@ async def test_every_mix_of_provider_readable_and_rebuilt_markers_keeps_the_inva
             context = await assert_session_invariants(store, sid)
             assert len(opaque_items(context)) <= 1
     await managers.aclose()
+
+
+async def test_concurrent_rebuilds_and_appends_lose_nothing_and_rebuild_once(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    """Two managers (no shared in-process lock) rebuild at once while rows are appended: the
+    database's compare-and-swap lets one rebuild commit, the other finds nothing bound, and
+    every appended row is in the context after the readable summary."""
+    first, second = managers.make(store), managers.make(store)
+    await first.append("s", history_with_fact())
+    await first.compact("s")
+    late = [{"role": "user", "content": f"late {n}"} for n in range(6)]
+    rebuilt = asyncio.gather(
+        first.ensure_readable("s", model="gpt-4.1"),
+        second.ensure_readable("s", model="gpt-4.1"),
+    )
+    outcomes, *_ = await asyncio.gather(rebuilt, *(store.append("s", [item]) for item in late))
+    assert sorted(outcomes) == [False, True]
+    rebuilds = [r for r in await compaction_rows(store, "s") if r["trigger"] == "model_switch"]
+    assert len(rebuilds) == 1
+    context = await assert_session_invariants(store, "s")
+    assert opaque_items(context) == []
+    appended = [r.item for r in await store.history("s") if r.kind == "item" and r.item in late]
+    assert sorted(appended, key=str) == sorted(late, key=str)  # each stored once
+    assert [item for item in context if item in late] == appended  # all kept, in seq order
