@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SummaryToolCallError,
         SummaryTooLongError,
     )
+    from .._opaque import is_opaque
     from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
@@ -61,6 +62,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "SummaryToolCallError",
         )
     },
+    "is_opaque": ("sessionstore._opaque", "is_opaque"),
     "ExtractiveSummarizer": ("._extractive", "ExtractiveSummarizer"),
     "CompactionConfig": ("._manager", "CompactionConfig"),
     "CompactionManager": ("._manager", "CompactionManager"),
@@ -137,6 +139,7 @@ __all__ = [
     "TruncationPolicy",
     "diff_lines",
     "is_context_length_error",
+    "is_opaque",
     "normalize",
     "summary_marker",
 ]

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._model_calls import InputDigest, canonical_json
-from ..._opaque import is_opaque
-from ...compaction import HygieneScan
+from ...compaction import HygieneScan, is_opaque
 
 
 @dataclass(frozen=True, slots=True)
