@@ -341,12 +341,13 @@ class CompactionManager:
                     f"session {session_id!r} changed during {_CAS_ATTEMPTS} attempts to replace "
                     "its provider marker; nothing was changed. Retry when it is idle.",
                 )
-        if rebuilt.result is None:
+        if rebuilt.result is None or rebuilt.write is None:
             return False
         self.store.publish(rebuilt.result.events)
         self._rewritten(session_id)
         for observer in self._observers:
             observer.compacted(session_id, rebuilt.result, self.policy.strategy)
+        await self._deliver(rebuilt.write, rebuilt.result, rebuilt.summary)
         return True
 
     def _rebind(self) -> Rebind:

@@ -41,10 +41,13 @@ _MIN_SUMMARY_TOKENS: Final = 256
 
 @dataclass(frozen=True, slots=True)
 class Rebuilt:
-    """One attempt's outcome: the committed compaction, or None when nothing was left to
-    rebuild (another process did it, or the marker is gone)."""
+    """One attempt's outcome: the committed compaction (with what it wrote and the summary,
+    for the archive sinks), or None when nothing was left to rebuild (another process did
+    it, or the marker is gone)."""
 
     result: CompactionResult | None
+    write: CompactionWrite | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +135,7 @@ class Rebind:
         result = await self.store.write_transaction(
             commit, write, self.estimator.count_item, self.store.session_keys
         )
-        return None if result is None else Rebuilt(result)
+        return None if result is None else Rebuilt(result, write, text)
 
     def _record(
         self,

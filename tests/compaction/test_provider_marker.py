@@ -6,7 +6,9 @@ summary when the next call goes to another model."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -19,7 +21,7 @@ from sessionstore import SessionStore
 from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._items import text_of
 from sessionstore._schema import messages
-from sessionstore.archive import read_archives
+from sessionstore.archive import FilesystemSink, read_archives
 from sessionstore.compaction import CompactionManager
 from sessionstore.compaction._extractive import ExtractiveSummarizer
 from sessionstore.compaction._provider_summarizer import ProviderSummarizer
@@ -344,3 +346,19 @@ async def test_concurrent_rebuilds_and_appends_lose_nothing_and_rebuild_once(
     appended = [r.item for r in await store.history("s") if r.kind == "item" and r.item in late]
     assert sorted(appended, key=str) == sorted(late, key=str)  # each stored once
     assert [item for item in context if item in late] == appended  # all kept, in seq order
+
+
+async def test_a_rebuild_is_copied_to_the_archive_sinks_like_any_compaction(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers, tmp_path: Path
+) -> None:
+    manager = managers.make(store)
+    manager.config.sinks = [FilesystemSink(tmp_path / "archive")]
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")  # v1: the provider item
+    assert await manager.ensure_readable("s", model="gpt-4.1")  # v2: the rebuild
+    folder = tmp_path / "archive" / "s"
+    [marker] = [json.loads(line) for line in (folder / "transcript-pre-compact-002.jsonl").open()]
+    assert marker["item"]["type"] == "compaction"  # what the rebuild replaced
+    summary = json.loads((folder / "summary-002.json").read_text())
+    assert "zeta-42" in summary["text"]
+    assert "opaque:" not in (folder / "summary-001.json").read_text()  # v1's is a description
