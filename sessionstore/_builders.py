@@ -159,10 +159,21 @@ def build_sinks(config: SessionStoreConfig, redactor: Redactor) -> list[ArchiveS
 
 
 def _summarizer(config: SessionStoreConfig, env: Mapping[str, str]) -> Summarizer | None:
-    """The OpenAI summarizer, or None so CompactionManager uses the extractive one."""
+    """The OpenAI or provider summarizer, or None so CompactionManager uses the extractive
+    one."""
     settings = config.summarizer
     if settings.kind == "extractive":
         return None
+    if settings.kind == "provider":
+        from .compaction._provider_summarizer import ProviderSummarizer
+
+        return ProviderSummarizer(
+            settings.model or config.model,
+            provider=settings.provider,
+            base_url=settings.base_url,
+            api_key=env.get(settings.api_key_env) or None,
+            timeout=settings.timeout,
+        )
     from .compaction._openai_summarizer import OpenAISummarizer
 
     return OpenAISummarizer(

@@ -84,13 +84,15 @@ class SummarizerSettings(BaseModel):
 
     model_config = _FROZEN
 
-    kind: Literal["extractive", "openai"] = "extractive"
+    kind: Literal["extractive", "openai", "provider"] = "extractive"
     model: str | None = None  # None: the top-level model
     base_url: str | None = None
     api_key_env: str = Field("OPENAI_API_KEY", min_length=1)
     timeout: float = Field(30.0, gt=0)
     seed: int = 42
     api: Literal["chat", "responses"] = "chat"
+    # kind "provider": who reads the opaque compaction items (`compactions.provider`).
+    provider: str = Field("openai", min_length=1, pattern=r"^[\w.:-]+$")
 
 
 Exporter = Literal["console", "otlp", "ariadne", "callback"]
@@ -315,6 +317,7 @@ ENV_OVERRIDES: tuple[EnvOverride, ...] = (
     EnvOverride("COMPACT_SUMMARIZER", "summarizer.kind"),
     EnvOverride("COMPACT_SUMMARIZER_MODEL", "summarizer.model"),
     EnvOverride("COMPACT_SUMMARIZER_BASE_URL", "summarizer.base_url"),
+    EnvOverride("COMPACT_SUMMARIZER_PROVIDER", "summarizer.provider"),
     EnvOverride("COMPACT_EXPORTERS", "telemetry.exporters", is_list=True),
     EnvOverride("COMPACT_OTLP_ENDPOINT", "telemetry.otlp_endpoint"),
     EnvOverride("COMPACT_ARIADNE_URL", "telemetry.ariadne_url"),

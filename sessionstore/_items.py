@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._errors import InvalidItemError
+from ._opaque import OPAQUE_TYPES, describe_opaque
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +353,8 @@ def text_of(item: Mapping[str, Any]) -> str:
     """The human-readable text of an item: message content, call arguments, tool output,
     reasoning summary. Used for summarizing and for truncation; never raises."""
     item_type = _as_str(item.get("type")) or ""
+    if item_type in OPAQUE_TYPES:  # ciphertext is not text: say what it is
+        return describe_opaque(item)
     if item_type.endswith("_call") or item_type == "function_call":
         arguments = item.get("arguments", item.get("input", ""))
         return f"{item.get('name', item_type)}({arguments if isinstance(arguments, str) else ''})"

@@ -275,3 +275,30 @@ async def test_s3_storage_uploads_with_credentials_from_the_environment(
 
 def test_sql_storage_has_no_extra_sinks() -> None:
     assert build_sinks(SessionStoreConfig(), Redactor()) == []
+
+
+async def test_build_manager_makes_the_provider_summarizer(tmp_path: Path) -> None:
+    from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+
+    config = _store_config(
+        tmp_path,
+        model="gpt-5",
+        summarizer={"kind": "provider", "provider": "azure-openai", "api_key_env": "MY_KEY"},
+    )
+    manager = build_manager(config, environ={"MY_KEY": "sk-test"})
+    try:
+        assert isinstance(manager.summarizer, ProviderSummarizer)
+        assert (manager.summarizer.provider, manager.summarizer.model) == ("azure-openai", "gpt-5")
+        assert manager.summarizer.name == "provider:azure-openai:gpt-5"
+        assert manager.summarizer._client.api_key == "sk-test"
+        await manager.summarizer.aclose()
+    finally:
+        await manager.store.close()
+
+
+@pytest.mark.parametrize("provider", ["", "two words", "a/b"])
+def test_a_provider_name_must_be_one_identifier(tmp_path: Path, provider: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"summarizer\.provider"):
+        _store_config(tmp_path, summarizer={"kind": "provider", "provider": provider})

@@ -99,6 +99,7 @@ def test_every_env_override_reaches_its_field() -> None:
         "COMPACT_SUMMARIZER": ("openai", "openai"),
         "COMPACT_SUMMARIZER_MODEL": ("gpt-4o-mini", "gpt-4o-mini"),
         "COMPACT_SUMMARIZER_BASE_URL": ("http://llm:8000/v1", "http://llm:8000/v1"),
+        "COMPACT_SUMMARIZER_PROVIDER": ("azure-openai", "azure-openai"),
         "COMPACT_EXPORTERS": ("console, otlp", ("console", "otlp")),
         "COMPACT_OTLP_ENDPOINT": ("http://otel:4317", "http://otel:4317"),
         "COMPACT_ARIADNE_URL": ("http://ariadne", "http://ariadne"),

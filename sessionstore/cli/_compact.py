@@ -166,8 +166,9 @@ def _with_options(
     if base_url is None and summarizer_model is None:
         return settings
     given = {"base_url": base_url, "model": summarizer_model}
+    kind = "openai" if settings.summarizer.kind == "extractive" else settings.summarizer.kind
     summarizer = settings.summarizer.model_copy(
-        update={"kind": "openai", **{k: v for k, v in given.items() if v is not None}}
+        update={"kind": kind, **{k: v for k, v in given.items() if v is not None}}
     )
     return settings.model_copy(update={"summarizer": summarizer})
 

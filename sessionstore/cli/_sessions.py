@@ -17,10 +17,12 @@ from rich.table import Table
 from .._agents import check_agent_name
 from .._branches import Fork, has_branches_error
 from .._items import text_of
+from .._opaque import is_opaque, opaque_view
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
 from .._store import SessionStore
 from .._time_travel import Rewind
+from ..compaction._provider_marker import Bindings, bindings_of
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
@@ -146,8 +148,9 @@ def _rows(
     redact: bool,
     as_of: str | None = None,
     call: int | None = None,
-) -> tuple[list[StoredRow], Redactor]:
-    """The session's rows and the redactor to print them with (the config's patterns)."""
+) -> tuple[list[StoredRow], Redactor, Bindings]:
+    """The session's rows, the redactor to print them with (the config's patterns) and the
+    bindings of the opaque markers among them."""
     if sum((history, as_of is not None, call is not None)) > 1:
         raise typer.BadParameter(
             "--history, --as-of and --call each choose the rows; give one of them",
@@ -155,7 +158,7 @@ def _rows(
         )
     point = None if as_of is None else parse_point(as_of, "--as-of")
 
-    async def go() -> tuple[list[StoredRow], Redactor, SessionInfo]:
+    async def go() -> tuple[list[StoredRow], Redactor, SessionInfo, Bindings]:
         async with open_store(url, config, read_only=True) as store:
             info = await require_session(store, session_id)
             if call is not None:
@@ -167,11 +170,12 @@ def _rows(
             else:
                 found = await store.context_rows(session_id)
             redactor = store.redactor if redact else Redactor(enabled=False)
+            bindings = await bindings_of(store, found)
         if not redact:
             await record_audit(url, config, [redaction_disabled_event(session_id)])
-        return found, redactor, info
+        return found, redactor, info, bindings
 
-    rows, redactor, info = asyncio.run(go())
+    rows, redactor, info, bindings = asyncio.run(go())
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if not rows:
@@ -189,7 +193,7 @@ def _rows(
             )
         err_console.print(shown(why))
         raise typer.Exit(EXIT_FAILED)
-    return rows, redactor
+    return rows, redactor, bindings
 
 
 async def _call_input(store: SessionStore, session_id: str, number: int) -> list[StoredRow]:
@@ -282,12 +286,12 @@ def show(
     """The rows of a session: seq, kind, role/type, agent, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
     _check_agent(agent)
-    rows, redactor = _rows(url, config, session_id, history, redact, as_of, call)
+    rows, redactor, bindings = _rows(url, config, session_id, history, redact, as_of, call)
     if agent is not None:
         rows = _of_agent(rows, agent, session_id, redactor)
     rows = _window(rows, seqs, limit, tail)
     if as_json:
-        emit_json([_row_dict(row, redactor) for row in rows])
+        emit_json([_row_dict(row, redactor, bindings, opaque=True) for row in rows])
         return
     what = "history" if history else "active context"
     if call is not None:
@@ -299,7 +303,7 @@ def show(
     for column in ("seq", "kind", "role/type", "agent", "tool", "tokens", "text"):
         table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
     for row in rows:
-        text = " ".join(text_of(redactor.value(row.item)).split()) if row.item else ""
+        text = " ".join(text_of(_shown_item(row, redactor, bindings, True)).split())
         table.add_row(
             shown(row.seq),
             shown(row.kind),
@@ -312,7 +316,24 @@ def show(
     console.print(table)
 
 
-def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
+def _shown_item(
+    row: StoredRow, redactor: Redactor, bindings: Bindings, opaque: bool
+) -> dict[str, Any]:
+    """The row's item as printed: an opaque provider item as what it is (type, id, provider,
+    model, size) when `opaque` (always on screen; in exports unless redaction is off),
+    anything else redacted."""
+    if row.item is None:
+        return {}
+    if opaque and is_opaque(row.item):
+        provider, model = bindings.get(row.compaction_id or 0, (None, None))
+        return opaque_view(row.item, provider=provider, model=model)
+    shown_item: dict[str, Any] = redactor.value(row.item)
+    return shown_item
+
+
+def _row_dict(
+    row: StoredRow, redactor: Redactor, bindings: Bindings, *, opaque: bool
+) -> dict[str, Any]:
     return {
         "seq": row.seq,
         "kind": row.kind,
@@ -324,7 +345,7 @@ def _row_dict(row: StoredRow, redactor: Redactor) -> dict[str, Any]:
         "tokens": row.tokens,
         "ref_seq": row.ref_seq,
         "created_at": iso_utc(row.created_at),
-        "item": redactor.value(row.item),
+        "item": _shown_item(row, redactor, bindings, opaque) if row.item else None,
     }
 
 
@@ -340,12 +361,12 @@ def export(
 ) -> None:
     """JSON lines: the active context's items as the model sees them (with --history: every
     row, markers included; with --as-of: the context as it stood then)."""
-    rows, redactor = _rows(url, config, session_id, history, redact, as_of)
+    rows, redactor, bindings = _rows(url, config, session_id, history, redact, as_of)
     if history:
-        lines = [json_text(_row_dict(row, redactor)) for row in rows]
+        lines = [json_text(_row_dict(row, redactor, bindings, opaque=redact)) for row in rows]
     else:  # the active context's rows already hold what load_context would return
-        items = [row.item for row in visible_rows(rows)]
-        lines = [json_text(redactor.value(item)) for item in items]
+        context = visible_rows(rows)
+        lines = [json_text(_shown_item(row, redactor, bindings, redact)) for row in context]
     text = "".join(line + "\n" for line in lines)
     if output is None:
         sys.stdout.write(text)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SummaryToolCallError,
         SummaryTooLongError,
     )
+    from .._opaque import is_opaque
     from ._background_policy import BackgroundPolicy
     from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from ._policy import CompactionPolicy, TriggerDecision
     from ._prompts import BUILTIN_STRATEGIES, Strategy
     from ._provider_errors import is_context_length_error
+    from ._provider_summarizer import ProviderSummarizer
     from ._report import DiffLine, diff_lines
     from ._summarizer import Summarizer, SummaryRequest, SummaryResult
     from ._truncate import TruncationPolicy
@@ -71,6 +73,7 @@ _HOMES: dict[str, tuple[str, str]] = {
             "SummaryToolCallError",
         )
     },
+    "is_opaque": ("sessionstore._opaque", "is_opaque"),
     "ExtractiveSummarizer": ("._extractive", "ExtractiveSummarizer"),
     "CompactionConfig": ("._manager", "CompactionConfig"),
     "CompactionManager": ("._manager", "CompactionManager"),
@@ -86,6 +89,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "normalize": ("._normalize", "normalize"),
     "CompactionObserver": ("._observers", "CompactionObserver"),
     "OpenAISummarizer": ("._openai_summarizer", "OpenAISummarizer"),
+    "ProviderSummarizer": ("._provider_summarizer", "ProviderSummarizer"),
     "CompactionResult": ("._persist", "CompactionResult"),
     "CompactionPolicy": ("._policy", "CompactionPolicy"),
     "TriggerDecision": ("._policy", "TriggerDecision"),
@@ -146,6 +150,7 @@ __all__ = [
     "Message",
     "NormalizeReport",
     "OpenAISummarizer",
+    "ProviderSummarizer",
     "RowMasking",
     "Strategy",
     "Summarizer",
@@ -162,6 +167,7 @@ __all__ = [
     "TruncationPolicy",
     "diff_lines",
     "is_context_length_error",
+    "is_opaque",
     "normalize",
     "output_seqs",
     "summary_marker",

@@ -35,6 +35,7 @@ from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ._leases import Grant, Lease, read_lease, tx_drop, tx_release, tx_save_prepared, tx_take_lease
 from ._partition import Partition, Unit
+from ._persist import ProviderItem
 from ._policy import CompactionPolicy
 from ._summarizer import Summarizer
 
@@ -52,6 +53,9 @@ class Summary(Protocol):
 
     @property
     def events(self) -> list[Event]: ...
+
+    @property
+    def opaque(self) -> ProviderItem | None: ...
 
 
 class Planner(Protocol):
@@ -86,6 +90,7 @@ class Prepared:
     summarizer: str
     holder: str  # who prepared it
     events: list[Event]
+    opaque: ProviderItem | None = None  # a provider's compaction item: the marker
 
 
 def prefix_digest(prior: Unit | None, remainder: Sequence[Unit]) -> str:
@@ -207,6 +212,7 @@ class BackgroundCompactor:
             "summary": summary.text,
             "strategy": summary.strategy,
             "summarizer": manager.summarizer.name,
+            "provider_item": None if summary.opaque is None else _opaque_record(summary.opaque),
             "events": [
                 {"event": event.event, "severity": event.severity, "fields": dict(event.fields)}
                 for event in summary.events
@@ -226,7 +232,7 @@ class BackgroundCompactor:
             "covered_from_seq": plan.remainder[0].first_seq,
             "covered_to_seq": plan.remainder[-1].rows[-1].seq,
             "summarized_items": len(prepared["remainder"]),
-            "summary_tokens": manager.estimator.count_text(summary.text),
+            "summary_tokens": _summary_tokens(manager.estimator, summary.text, summary.opaque),
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             "holder": self.holder,
         }
@@ -305,11 +311,12 @@ class BackgroundCompactor:
             truncated_user=truncated,
         )
         text = str(found["summary"])
+        opaque = _opaque_of(found.get("provider_item"))
         manager = self.manager
         needed = (
             committed.pinned_tokens
             + committed.kept_tokens
-            + manager.estimator.count_text(text)
+            + _summary_tokens(manager.estimator, text, opaque)
             + _SUMMARY_ROW_OVERHEAD
             + extra_tokens
         )
@@ -334,6 +341,7 @@ class BackgroundCompactor:
             str(found["summarizer"]),
             lease.holder,
             [*events, committed_event],
+            opaque,
         )
 
     # ---------------------------------------------------------------- events
@@ -366,6 +374,33 @@ def _event(session_id: str, stored: Mapping[str, Any]) -> Event:
         severity=str(stored["severity"]),
         fields=dict(stored["fields"]),
     )
+
+
+def _opaque_record(opaque: ProviderItem) -> dict[str, Any]:
+    return {
+        "item": dict(opaque.item),
+        "tokens": opaque.tokens,
+        "provider": opaque.provider,
+        "model": opaque.model,
+    }
+
+
+def _opaque_of(record: Mapping[str, Any] | None) -> ProviderItem | None:
+    """A prepared provider item back from the lease row (None: a readable summary)."""
+    if record is None:
+        return None
+    model = record["model"]
+    return ProviderItem(
+        dict(record["item"]),
+        int(record["tokens"]),
+        str(record["provider"]),
+        None if model is None else str(model),
+    )
+
+
+def _summary_tokens(estimator: TokenEstimator, text: str, opaque: ProviderItem | None) -> int:
+    """A marker's tokens: a provider item counts as the provider reported it."""
+    return estimator.count_text(text) if opaque is None else opaque.tokens
 
 
 def _now() -> datetime:

@@ -28,6 +28,7 @@ from .._errors import (
 from .._events import Event
 from .._items import check_item_size, rough_chars, text_of
 from .._loops import KeyedLocks
+from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._tokens import TokenEstimator
@@ -45,13 +46,17 @@ from ._partition import Partition, Unit, build_units, fit
 from ._persist import (
     CompactionResult,
     CompactionWrite,
+    ProviderItem,
     archived_record,
     encode_replaced,
+    own_start,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
 from ._preflight import PreflightDecision
 from ._prompts import resolve_strategy
-from ._summarizer import Summarizer, SummaryRequest
+from ._provider_marker import Binding, readable_state, tx_binding
+from ._rebind import Rebind
+from ._summarizer import Summarizer, SummaryRequest, SummaryResult
 from ._truncate import truncate_tool_output
 
 _CAS_ATTEMPTS: Final = 3
@@ -155,6 +160,16 @@ class _Summary:
     strategy: str
     fallback: str | None
     events: list[Event]
+    opaque: ProviderItem | None = None  # a provider's compaction item: the marker
+
+
+@dataclass(frozen=True, slots=True)
+class _Prior:
+    """The previous marker as the summarizer gets it (see `_prior_state`)."""
+
+    text: str | None = None
+    item: Mapping[str, Any] | None = None  # opaque, for a summarizer that can read it
+    binding: Binding | None = None  # of an opaque marker
 
 
 class CompactionManager:
@@ -273,15 +288,21 @@ class CompactionManager:
         *,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+        provider: str = "openai",
     ) -> list[dict[str, Any]]:
         """Estimate, decide and (if triggered) compact; return the messages to send.
 
         The session's rows mirror the list you pass: the stored context is a prefix
         of it (new messages are appended) or it is replaced (a clear marker, then
-        the list). Keep the returned list and append to it.
+        the list). Keep the returned list and append to it. With `model` (the model the
+        messages go to, at `provider`), a provider's compaction item it cannot read is
+        replaced by a readable summary (`ensure_readable`).
         """
         await self._mirror(session_id, messages)
         await self.before_model_call(session_id, instructions=instructions, tools=tools or ())
+        if model is not None:
+            await self.ensure_readable(session_id, model=model, provider=provider)
         return await self.store.load_context(session_id)
 
     async def before_model_call(
@@ -349,6 +370,57 @@ class CompactionManager:
     def _prepare_if_due(self, session_id: str, t_est: int, extra_tokens: int) -> None:
         if self.background is not None:
             self.background.consider(session_id, t_est, extra_tokens)
+
+    async def ensure_readable(
+        self, session_id: str, *, model: str, provider: str = "openai"
+    ) -> bool:
+        """Before a call to `provider`'s `model`: a provider's marker bound to another model or
+        provider is replaced by a readable summary of its archived originals, with a
+        `compact.provider_item_unusable` event (docs/COMPACTION.md). True if it rebuilt: then
+        reload the stored context. One indexed read when nothing is bound elsewhere."""
+        binding = await self.store.read_snapshot(tx_binding, session_id)
+        if binding is None or binding.readable_by(provider, model):
+            return False
+        rebind = self._rebind()
+        async with self._locks(session_id).hold(self.config.lock_timeout_s):
+            for _ in range(_CAS_ATTEMPTS):
+                rebuilt = await rebind.once(session_id, provider, model)
+                if rebuilt is not None:
+                    break
+            else:
+                raise CompactionError(
+                    CompactionErrorReason.CONFLICT,
+                    f"session {session_id!r} changed during {_CAS_ATTEMPTS} attempts to replace "
+                    "its provider marker; nothing was changed. Retry when it is idle.",
+                )
+        if rebuilt.result is None or rebuilt.write is None:
+            return False
+        self.store.publish(rebuilt.result.events)
+        self._rewritten(session_id)
+        for observer in self._observers:
+            observer.compacted(session_id, rebuilt.result, self.policy.strategy)
+        await self._deliver(rebuilt.write, rebuilt.result, rebuilt.summary)
+        return True
+
+    def _rebind(self) -> Rebind:
+        window = self.config.max_context_tokens
+        return Rebind(self.store, self.estimator, self.policy, window, self.decision_event)
+
+    async def _prior_state(self, session_id: str, plan: Partition) -> _Prior:
+        """The previous marker for the summarizer: its text; or, when it is a provider's item,
+        the item itself for a summarizer that can read it, else a readable summary rebuilt
+        from its archived originals."""
+        unit = plan.prior_summary
+        if unit is None or not is_opaque(unit.items[0]):
+            return _Prior(text=_prior_text(unit))
+        binding = await self.store.read_snapshot(tx_binding, session_id)
+        if binding is None:  # not one of our markers: nothing to read it with
+            return _Prior()
+        can_read = getattr(self.summarizer, "can_read", None)
+        if callable(can_read) and can_read(binding.provider, binding.model):
+            return _Prior(item=unit.items[0], binding=binding)
+        state = await readable_state(self.store, session_id, binding.compaction_id)
+        return _Prior(text=await self._rebind().readable_summary(state), binding=binding)
 
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"
@@ -490,7 +562,7 @@ class CompactionManager:
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
-        snapshot_start = _own_start(session_id, rows)
+        snapshot_start = own_start(session_id, rows)
         prepared = None
         if self.background is not None:
             prepared = await self.background.claim(session_id, snapshot_start, plan, extra_tokens)
@@ -502,13 +574,21 @@ class CompactionManager:
         archive = asyncio.ensure_future(asyncio.to_thread(encode_replaced, replaced, redact))
         try:
             if prepared is None:
-                summary = await self.summary_for(session_id, plan, summary_budget, strategy)
-            else:
-                summary = _Summary(prepared.text, prepared.strategy, None, prepared.events)
+                prior = await self._prior_state(session_id, plan)
+                summary = await self.summary_for(
+                    session_id, plan, summary_budget, strategy, prior=prior
+                )
+            else:  # its prior state was read when it was prepared
+                prior = _Prior()
+                summary = _Summary(
+                    prepared.text, prepared.strategy, None, prepared.events, prepared.opaque
+                )
             archive_body = await archive
         finally:
             archive.cancel()  # a no-op once it finished; never left unawaited on an error
         layers = Layers.of(plan)
+        # An opaque marker (new, or the prior one a prune-only compaction keeps) is bound.
+        bound = summary.opaque or (prior.binding if summary.text is None else None)
         write = CompactionWrite(
             session_id=session_id,
             snapshot_start=snapshot_start,
@@ -526,7 +606,8 @@ class CompactionManager:
                 "status": "summarized" if summary.text is not None else "pruned_only",
                 "fallback": summary.fallback,
                 "note": note,
-                "model": self.config.model,
+                "model": bound.model if bound else self.config.model,
+                "provider": bound.provider if bound else None,
                 "summarizer": self.summarizer.name if prepared is None else prepared.summarizer,
                 "kept": _kept_record(plan),
                 "tokens_before": tokens_before,
@@ -549,6 +630,7 @@ class CompactionManager:
                     *self._result_events(session_id, plan, layers, summary, tokens_before),
                 ]
             ),
+            provider_item=summary.opaque,
         )
         result = await self.store.write_transaction(
             tx_commit_releasing,
@@ -651,22 +733,36 @@ class CompactionManager:
         )
 
     async def summary_for(
-        self, session_id: str, plan: Partition, max_tokens: int, strategy: str | None = None
+        self,
+        session_id: str,
+        plan: Partition,
+        max_tokens: int,
+        strategy: str | None = None,
+        *,
+        prior: _Prior | None = None,
     ) -> _Summary:
         """The plan's summary with the fallbacks applied, scrubbed of the secrets found in
-        what it summarizes (the foreground compaction and a background preparation)."""
+        what it summarizes (the foreground compaction and a background preparation); `prior`
+        is the previous marker as the summarizer gets it (read here when not given)."""
         strategy_name = strategy or self.policy.strategy
+        if prior is None:
+            prior = await self._prior_state(session_id, plan)
         return self._scrubbed(
-            plan, await self._summarize(session_id, plan, strategy_name, max_tokens)
+            plan, await self._summarize(session_id, plan, strategy_name, max_tokens, prior)
         )
 
     async def _summarize(
-        self, session_id: str, plan: Partition, strategy_name: str, max_tokens: int
+        self,
+        session_id: str,
+        plan: Partition,
+        strategy_name: str,
+        max_tokens: int,
+        prior_state: _Prior,
     ) -> _Summary:
         """A summary, or None (prune-only) after the documented fallbacks, with their events."""
         events: list[Event] = []
         strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
-        prior = _prior_text(plan.prior_summary)
+        prior = prior_state.text
         units = self._within_input_window(session_id, list(plan.remainder), prior, events)
         kept = [item for unit in [*plan.pinned, *plan.kept] for item in unit.items]
         too_long = 0
@@ -680,9 +776,14 @@ class CompactionManager:
                 max_tokens=max_tokens,
                 keep_keys=self.policy.keep_keys,
                 kept=kept,
+                prior_item=prior_state.item,
             )
             try:
                 result = await self.summarizer.summarize(request)
+                if result.item is not None:  # opaque: nothing to measure or carry forward
+                    return _Summary(
+                        result.text, strategy.name, None, events, self._provider_item(result)
+                    )
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
                 carried = carry_forward(
@@ -726,6 +827,14 @@ class CompactionManager:
             events.append(self._error_event(session_id, failure, PRUNE_ONLY))
             return _Summary(None, strategy.name, PRUNE_ONLY, events)
 
+    def _provider_item(self, result: SummaryResult) -> ProviderItem:
+        """The marker for a provider's item, counted as the tokens the provider reported for
+        producing it, else as the estimator reads the item (its ciphertext: an overestimate)."""
+        assert result.item is not None
+        item = dict(result.item)
+        tokens = result.output_tokens or self.estimator.count_item(item)
+        return ProviderItem(item, tokens, result.provider or self.summarizer.name, result.model)
+
     def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
         """The summary without any secret the redactor finds in what it summarized.
 
@@ -733,7 +842,7 @@ class CompactionManager:
         (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
         in the sources are removed, before the summary is stored, not only from events.
         """
-        if summary.text is None:
+        if summary.text is None or summary.opaque is not None:
             return summary
         sources = [text_of(item) for unit in plan.remainder for item in unit.items]
         if plan.prior_summary is not None:
@@ -817,7 +926,9 @@ class CompactionManager:
     ) -> list[Event]:
         found: list[Event] = []
         if summary.text is not None:
-            summary_tokens = self.estimator.count_text(summary.text)
+            summary_tokens = (
+                summary.opaque.tokens if summary.opaque else self.estimator.count_text(summary.text)
+            )
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )
@@ -937,9 +1048,3 @@ def _prior_text(unit: Unit | None) -> str | None:
 def _safe_message(exc: BaseException) -> str:
     """An exception's message, bounded; summarizer errors never carry secrets or content."""
     return f"{type(exc).__name__}: {exc}"[:300]
-
-
-def _own_start(session_id: str, rows: Sequence[StoredRow]) -> int:
-    """The session's context_start_seq as the snapshot saw it: its first own row (a branch's
-    context may begin with rows of its parent, numbered before its own)."""
-    return next((row.seq for row in rows if row.session_id == session_id), rows[-1].seq + 1)

@@ -69,6 +69,20 @@ class CompactionWrite:
     archive: ArchiveBody  # of `replaced`, see encode_replaced
     record: Mapping[str, Any]  # compactions columns decided by the service
     events: Sequence[Event] = field(default_factory=tuple)
+    # A provider's opaque compaction item stored verbatim as the marker (instead of
+    # summary_text, which then only describes it), with the tokens it is counted as.
+    provider_item: ProviderItem | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderItem:
+    """An opaque marker: the provider's item as it came, its token count, and the provider
+    and model it is bound to."""
+
+    item: Mapping[str, Any]
+    tokens: int
+    provider: str
+    model: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +97,12 @@ class CompactionResult:
     items_after: int
     carried_late: int
     events: tuple[Event, ...]  # as stored: linked to the compaction and its archive
+
+
+def own_start(session_id: str, rows: Sequence[StoredRow]) -> int:
+    """The session's context_start_seq as a snapshot of its context rows saw it: its first
+    own row (a branch's context may begin with rows of its parent, numbered before its own)."""
+    return next((row.seq for row in rows if row.session_id == session_id), rows[-1].seq + 1)
 
 
 def archived_record(row: StoredRow) -> dict[str, Any]:
@@ -196,7 +216,7 @@ def tx_commit_compaction(
 
     for row in write.pinned:
         add(row, KIND_CARRY)
-    if write.summary_text is not None:
+    if write.summary_text is not None or write.provider_item is not None:
         summary_seq = first + len(rows)
         rows.append(_summary_row(write, summary_seq, version, count_item))
     elif write.prior_summary is not None:  # prune-only keeps the state it had
@@ -283,17 +303,23 @@ def tx_commit_compaction(
 def _summary_row(
     write: CompactionWrite, seq: int, version: int, count_item: CountItem
 ) -> dict[str, Any]:
-    assert write.summary_text is not None
-    item = {"role": write.summary_role, "content": summary_marker(version, write.summary_text)}
+    role: str | None = write.summary_role
+    if write.provider_item is not None:  # verbatim: only its provider can read it
+        item = dict(write.provider_item.item)
+        role, tokens = None, write.provider_item.tokens
+    else:
+        assert write.summary_text is not None
+        item = {"role": role, "content": summary_marker(version, write.summary_text)}
+        tokens = count_item(item)
     return {
         "session_id": write.session_id,
         "seq": seq,
         "kind": KIND_SUMMARY,
-        "role": write.summary_role,
-        "item_type": "message",
+        "role": role,
+        "item_type": str(item.get("type") or "message"),
         "tool_name": None,
         "call_id": None,
-        "tokens": count_item(item),
+        "tokens": tokens,
         "protected": False,
         "ref_seq": None,
         "archive_id": None,

@@ -93,7 +93,10 @@ class CompactionPolicy(BaseModel):
         return ceiling if below_trigger <= 0 else min(ceiling, below_trigger)
 
 
-Trigger = Literal["threshold", "tokens_left", "soft_limit", "manual", "overflow", "none"]
+# "model_switch": a provider's marker replaced because the next call cannot read it.
+Trigger = Literal[
+    "threshold", "tokens_left", "soft_limit", "manual", "overflow", "model_switch", "none"
+]
 
 
 @dataclass(frozen=True, slots=True)

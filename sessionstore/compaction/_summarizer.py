@@ -26,6 +26,9 @@ class SummaryRequest:
     # The items that stay verbatim after the summary (recent turns, user messages): the
     # summary need not repeat them, and a statement among them can supersede a prior fact.
     kept: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    # The previous marker when it is a provider's opaque compaction item (prior_summary is
+    # then None): only a summarizer of the same provider and model can read it.
+    prior_item: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,10 @@ class SummaryResult:
     text: str
     model: str | None = None
     output_tokens: int | None = None
+    # A provider's opaque compaction item to store as the marker instead of `text` (which
+    # then only describes it); bound to `provider` and `model`.
+    item: Mapping[str, Any] | None = None
+    provider: str | None = None
 
 
 @runtime_checkable

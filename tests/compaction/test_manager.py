@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from sessionstore.compaction._normalize import normalize
 from sessionstore.compaction._policy import CompactionPolicy
 from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
 from tests.support.histories import assistant, call, coding_session, output, turns, user
+from tests.support.stored_events import events_of
 
 
 class Recording:
@@ -52,15 +52,6 @@ def manager_for(store: SessionStore, *, window: int = 4_000, **policy: Any) -> C
             summarizer=summarizer,
         )
     )
-
-
-async def events_of(store: SessionStore, session_id: str, name: str) -> list[dict[str, Any]]:
-    async with store.engine.connect() as conn:
-        rows = await conn.execute(
-            sa.text("SELECT payload FROM events WHERE session_id = :s AND event = :e ORDER BY id"),
-            {"s": session_id, "e": name},
-        )
-        return [p if isinstance(p, dict) else json.loads(p) for (p,) in rows]
 
 
 def contents(items: list[dict[str, Any]]) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Callable
+from functools import partial
 
 import openai
 import pytest
@@ -34,6 +34,7 @@ from tests.support.openai_server import (
     status,
     tool_call,
 )
+from tests.support.summarizers import SummarizerMaker
 
 SECRET_KEY = "sk-test-SECRET-0123456789"
 SECRET_CONTENT = "PLANTED-SECRET-CONTENT"
@@ -52,20 +53,9 @@ Factory = Callable[..., OpenAISummarizer]
 
 
 @pytest.fixture
-async def make(openai_server: OpenAIServer) -> AsyncIterator[Factory]:
+def make(summarizers: SummarizerMaker) -> Factory:
     """Summarizers pointed at the live server, closed after the test."""
-    made: list[OpenAISummarizer] = []
-
-    def factory(**options: Any) -> OpenAISummarizer:
-        options.setdefault("base_url", openai_server.base_url)
-        options.setdefault("api_key", SECRET_KEY)
-        summarizer = OpenAISummarizer("gpt-4o-mini", **options)
-        made.append(summarizer)
-        return summarizer
-
-    yield factory
-    for summarizer in made:
-        await summarizer.aclose()
+    return partial(summarizers, OpenAISummarizer, "gpt-4o-mini", api_key=SECRET_KEY)
 
 
 async def test_chat_success_sends_a_deterministic_tool_free_request(

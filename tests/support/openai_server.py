@@ -2,7 +2,9 @@
 
 It listens on 127.0.0.1 on an ephemeral port in a background thread and answers
 POST /v1/chat/completions, POST /v1/responses and POST /v1/responses/compact with the JSON
-shapes the OpenAI API uses.
+shapes the OpenAI API uses. A compaction item it issues is bound to the request's model, as
+the real API binds its encrypted content: `/v1/responses` with an item of another model (or
+one it never issued) answers 400 `invalid_encrypted_content`, like the real service.
 Each request takes the next queued behaviour (ok, an HTTP error, a delay, a refusal, a
 truncated reply, a tool call, a context-length error); with the queue empty it replies with a
 deterministic echo of the request. Every request body is recorded for assertions.
@@ -30,6 +32,7 @@ __all__ = [
     "context_length_error",
     "echo_text",
     "length",
+    "no_compaction_item",
     "ok",
     "refusal",
     "sleep",
@@ -37,7 +40,9 @@ __all__ = [
     "tool_call",
 ]
 
-BehaviourKind = Literal["ok", "status", "sleep", "refusal", "length", "tool_call", "filtered"]
+BehaviourKind = Literal[
+    "ok", "status", "sleep", "refusal", "length", "tool_call", "filtered", "no_item"
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,11 @@ def content_filter(text: str = "") -> Behaviour:
     return Behaviour("filtered", text)
 
 
+def no_compaction_item() -> Behaviour:
+    """A `/responses/compact` reply holding the user messages but no compaction item."""
+    return Behaviour("no_item")
+
+
 def tool_call(name: str, args: Mapping[str, Any] | str = "{}") -> Behaviour:
     """A reply that calls a tool instead of answering."""
     arguments = args if isinstance(args, str) else json.dumps(args)
@@ -145,6 +155,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     counter: int = 0
+    bound: dict[str, str] = field(default_factory=dict)  # compaction item id -> its model
 
 
 class _Server(ThreadingHTTPServer):
@@ -249,17 +260,16 @@ def _responses_payload(
 
 
 def _compact_payload(number: int, behaviour: Behaviour, body: Mapping[str, Any], text: str) -> Any:
-    """POST /v1/responses/compact: the user messages kept, then one opaque compaction item."""
+    """POST /v1/responses/compact: the user messages kept, then one opaque compaction item
+    (bound to the request's model by the handler)."""
     items = body.get("input") or []
     users = [item for item in items if isinstance(item, dict) and item.get("role") == "user"]
+    item = {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"}
     return {
         "id": f"cmp_resp_{number}",
         "object": "response.compaction",
         "created_at": 0,
-        "output": [
-            *users,
-            {"type": "compaction", "id": f"cmp_{number}", "encrypted_content": f"opaque:{text}"},
-        ],
+        "output": [*users, *([] if behaviour.kind == "no_item" else [item])],
         "usage": _responses_usage(body, text),
     }
 
@@ -269,6 +279,25 @@ _PAYLOADS = {
     "/v1/responses": _responses_payload,
     "/v1/responses/compact": _compact_payload,
 }
+
+
+def _unreadable_item(state: _State, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The error for a compaction item in the input that the request's model cannot read."""
+    items = body.get("input")
+    model = str(body.get("model"))
+    for item in items if isinstance(items, list) else []:
+        if not (isinstance(item, Mapping) and item.get("type") == "compaction"):
+            continue
+        with state.lock:
+            bound = state.bound.get(str(item.get("id")))
+        if bound != model:
+            return {
+                "message": "The encrypted content could not be decrypted or parsed.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_encrypted_content",
+            }
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -296,6 +325,10 @@ class _Handler(BaseHTTPRequestHandler):
         if build is None:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
+        unreadable = _unreadable_item(state, body)
+        if unreadable is not None:
+            self._send(400, {"error": unreadable})
+            return
         if body.get("stream"):
             message = "streaming is not supported by the test server"
             self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -308,7 +341,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(behaviour.status, {"error": dict(behaviour.error or {})})
             return
         text = self.server.default(body) if behaviour.text is None else behaviour.text
-        self._send(200, build(number, behaviour, body, text))
+        payload = build(number, behaviour, body, text)
+        if build is _compact_payload:
+            with state.lock:
+                state.bound[f"cmp_{number}"] = str(body.get("model"))
+        self._send(200, payload)
 
     def _send(self, code: int, payload: Any) -> None:
         data = json.dumps(payload).encode()
@@ -344,6 +381,11 @@ class OpenAIServer:
         """Every request so far, oldest first (a copy)."""
         with self._state.lock:
             return list(self._state.requests)
+
+    def bound_model(self, item_id: str) -> str | None:
+        """The model compaction item `item_id` is bound to (None: never issued here)."""
+        with self._state.lock:
+            return self._state.bound.get(item_id)
 
     def enqueue(self, *behaviours: Behaviour) -> None:
         """Queue behaviours for the next requests, in order."""

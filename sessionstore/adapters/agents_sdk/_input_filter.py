@@ -18,6 +18,7 @@ from agents import Agent, FunctionTool, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
 
 from ...compaction import MaskReport, normalize
+from ._binding import call_binding
 from ._masked_input import masked_input
 from ._observer import watch_runs
 from ._tracking import RunTracking, current_run
@@ -81,7 +82,9 @@ async def filter_model_input(
         unsaved_items=len(unsaved),
         unsaved_tokens=unsaved_tokens,
     )
-    sent, digest, masked = await _prepared(manager, run, items, unsaved, instructions)
+    sent, digest, masked, opaque = await _prepared(manager, run, items, unsaved, instructions)
+    if opaque and await _rebuilt(manager, run.session_id, data.agent):
+        sent, digest, masked, _ = await _prepared(manager, run, items, unsaved, instructions)
     decide = manager.preflight_decision(
         run.session_id, unsaved_tokens=unsaved_tokens, instructions=instructions, tools=tools
     )
@@ -98,12 +101,22 @@ async def filter_model_input(
             tools=tools,
             masked=masked,
         )
-        sent, digest, masked = await _prepared(manager, run, items, unsaved, instructions)
+        await _rebuilt(manager, run.session_id, data.agent)  # a new marker may be bound
+        sent, digest, masked, _ = await _prepared(manager, run, items, unsaved, instructions)
         row_id = await record(sent.input, digest=digest, masked_tokens=masked.tokens_freed)
     else:  # idle: past `prepare_at`, a summary is prepared off the request path
         manager.prepare_if_due(decide)
     run.pending_calls.append((row_id, model))
     return sent
+
+
+async def _rebuilt(manager: CompactionManager, session_id: str, agent: Agent[Any]) -> bool:
+    """Whether a provider marker this agent's model cannot read was replaced by a readable
+    summary (the run is then marked to rebuild its input from the store)."""
+    binding = call_binding(agent)
+    if binding is None:
+        return False
+    return await manager.ensure_readable(session_id, provider=binding[0], model=binding[1])
 
 
 async def _prepared(
@@ -112,10 +125,11 @@ async def _prepared(
     items: list[Any],
     unsaved: list[Any],
     instructions: str | None,
-) -> tuple[ModelInputData, str | None, MaskReport]:
-    """The input to send (old tool outputs masked) and its digest (None: the store computes
-    it), cleaned with the memo's hygiene scan; rebuilt from the store once the stored
-    context was rewritten."""
+) -> tuple[ModelInputData, str | None, MaskReport, bool]:
+    """The input to send (old tool outputs masked), its digest (None: the store computes
+    it), what masking took out and whether it holds a provider's compaction item; cleaned
+    with the memo's hygiene scan, rebuilt from the store once the stored context was
+    rewritten."""
     if run.compacted:  # marked by the run observer when the stored context was rewritten
         items = [*await manager.store.load_context(run.session_id), *unsaved]
     memo = run.memo.advance(items)
@@ -123,7 +137,8 @@ async def _prepared(
     # Masking keeps every item's type and call id: the plain input's hygiene scan holds.
     cleaned = cast("list[TResponseInputItem]", normalize(masked.items, memo.scan).items)
     digest = masked.digest.hexdigest() if memo.scan.clean else None  # sent as it came
-    return ModelInputData(input=cleaned, instructions=instructions), digest, masked.report
+    sent = ModelInputData(input=cleaned, instructions=instructions)
+    return sent, digest, masked.report, memo.opaque
 
 
 def model_name(agent: Agent[Any]) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._model_calls import InputDigest, canonical_json
-from ...compaction import HygieneScan, Masker, MaskScan
+from ...compaction import HygieneScan, Masker, MaskScan, is_opaque
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,9 @@ class InputMemo:
     scan: HygieneScan = field(default_factory=HygieneScan)
     numeric: Mapping[int, str] = field(default_factory=dict)  # index -> canonical JSON
     masks: MaskScan = field(default_factory=MaskScan)  # its user messages and tool outputs
+    # Whether an item seen is a provider's opaque compaction item (only new items are looked
+    # at, so the pre-flight checks its binding without a pass over the whole input).
+    opaque: bool = False
 
     def advance(self, items: Sequence[Mapping[str, Any]]) -> InputMemo:
         """The memo of `items`: this one extended if they start with its items, else anew."""
@@ -54,14 +57,17 @@ class InputMemo:
         seen = list(self.seen)
         digest = self.digest.copy()
         numeric = dict(self.numeric)
+        opaque = self.opaque
         for item in items:
+            opaque = opaque or is_opaque(item)
             text = canonical_json(item)  # raises for what JSON cannot hold, as input_sha256 does
             digest.add(text)
             copy: dict[str, Any] = json.loads(text)
             if _holds_numbers(copy):
                 numeric[len(seen)] = text
             seen.append(copy)
-        return InputMemo(seen, digest, self.scan.extend(items), numeric, self.masks.extend(items))
+        masks = self.masks.extend(items)
+        return InputMemo(seen, digest, self.scan.extend(items), numeric, masks, opaque)
 
 
 def _holds_numbers(value: object) -> bool:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore._model_calls import InputDigest, canonical_json, input_sha256
+from sessionstore._opaque import is_opaque
 from sessionstore.adapters.agents_sdk._input_memo import InputMemo
 from sessionstore.compaction._normalize import HygieneScan
 from tests.support.tool_histories import histories
@@ -21,7 +22,7 @@ _SCALARS = st.one_of(
     st.integers(-2, 2),
     st.floats(-2, 2, allow_nan=False),
     st.text(max_size=6),
-    st.sampled_from(["\ud800", "é", "\u2028", '"\\']),
+    st.sampled_from(["\ud800", "é", "\u2028", '"\\', "compaction"]),
 )
 _VALUES = st.recursive(
     _SCALARS,
@@ -79,6 +80,7 @@ def test_a_memo_always_describes_the_input_it_was_handed(
         memo = memo.advance(items)
         assert memo.digest.hexdigest() == input_sha256(items)
         assert memo.scan == HygieneScan().extend(items)
+        assert memo.opaque == any(is_opaque(item) for item in items)
         items = _edited(items, data)
 
 

@@ -1,0 +1,60 @@
+"""Opaque provider items: stored and replayed verbatim, never shown.
+
+A provider's compaction item (`{"type": "compaction", "encrypted_content": ...}`) carries
+the conversation's state encrypted for the provider alone. Nobody can read it, a summarizer
+cannot learn from it, and printing the blob only leaks ciphertext into terminals and logs,
+so every human-facing view shows what it is (type, id, size) instead of what it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["OPAQUE_TYPES", "describe_opaque", "is_opaque", "opaque_view"]
+
+# Item types whose content only their provider can read.
+OPAQUE_TYPES: Final = frozenset({"compaction"})
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def is_opaque(item: Mapping[str, Any] | None) -> bool:
+    """True for an item only its provider can read (a compaction item)."""
+    kind = None if item is None else item.get("type")
+    return isinstance(kind, str) and kind in OPAQUE_TYPES
+
+
+def _size(item: Mapping[str, Any]) -> int:
+    blob = item.get("encrypted_content")
+    if isinstance(blob, str):
+        return len(blob.encode())
+    shown = item.get("encrypted_bytes")  # an `opaque_view` of the item
+    return shown if isinstance(shown, int) else 0
+
+
+def opaque_view(
+    item: Mapping[str, Any], *, provider: str | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """What a display or an export shows of an opaque item: never the encrypted blob."""
+    view: dict[str, Any] = {"type": item.get("type"), "id": item.get("id"), "opaque": True}
+    if provider is not None:
+        view["provider"] = provider
+    if model is not None:
+        view["model"] = model
+    view["encrypted_bytes"] = _size(item)
+    return view
+
+
+def describe_opaque(
+    item: Mapping[str, Any], *, provider: str | None = None, model: str | None = None
+) -> str:
+    """One line for an opaque item (or its `opaque_view`):
+    `[opaque compaction item cmp_1 (openai gpt-5), 1234 bytes]`."""
+    provider = provider or _text(item.get("provider"))
+    model = model or _text(item.get("model"))
+    binding = " ".join(part for part in (provider, model) if part)
+    bound = f" ({binding})" if binding else ""
+    return f"[opaque {item.get('type')} item {item.get('id')}{bound}, {_size(item)} bytes]"
