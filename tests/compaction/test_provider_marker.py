@@ -25,6 +25,7 @@ from sessionstore.archive import FilesystemSink, read_archives
 from sessionstore.compaction import CompactionManager
 from sessionstore.compaction._extractive import ExtractiveSummarizer
 from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+from tests.support.background import fill_between, prepare
 from tests.support.histories import turns
 from tests.support.invariants import assert_session_invariants
 from tests.support.openai_server import OpenAIServer, ok, status
@@ -362,3 +363,23 @@ async def test_a_rebuild_is_copied_to_the_archive_sinks_like_any_compaction(
     summary = json.loads((folder / "summary-002.json").read_text())
     assert "zeta-42" in summary["text"]
     assert "opaque:" not in (folder / "summary-001.json").read_text()  # v1's is a description
+
+
+async def test_a_provider_item_prepared_in_the_background_is_committed_bound_at_the_trigger(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    manager = managers.make(store, window=4_000, background=True)
+    await fill_between(manager, "s")
+    openai_server.enqueue(ok("prepared state"))
+    await prepare(manager, "s")  # past prepare_at: the provider is called off the request path
+    assert len(openai_server.requests) == 1
+    outcome = await manager.compact("s", trigger="threshold")
+    assert outcome.compacted
+    assert len(openai_server.requests) == 1  # the trigger used the prepared item
+    [marker] = opaque_items(await store.load_context("s"))
+    assert marker["encrypted_content"] == "opaque:prepared state"
+    assert (await store.load_context("s"))[0] == marker
+    [row] = await compaction_rows(store, "s")
+    assert (row["provider"], row["model"], row["status"]) == ("openai", BOUND_MODEL, "summarized")
+    assert len(await events_of(store, "s", "compact.prepared_committed")) == 1
+    await assert_session_invariants(store, "s")

@@ -9,7 +9,12 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._schema import compactions
-from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
+from sessionstore.compaction import (
+    BackgroundPolicy,
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+)
 from sessionstore.compaction._provider_summarizer import ProviderSummarizer
 from tests.support.histories import assistant, turns, user
 from tests.support.openai_server import OpenAIServer
@@ -34,8 +39,10 @@ class ProviderManagers:
         model: str = BOUND_MODEL,
         window: int = 100_000,
         keep_recent_turns: int = 2,
+        background: bool = False,
     ) -> CompactionManager:
-        """A manager whose summaries are compaction items bound to `model`."""
+        """A manager whose summaries are compaction items bound to `model` (prepared off
+        the request path with `background`)."""
         summarizer = ProviderSummarizer(
             model, base_url=self.server.base_url, api_key="test", timeout=5
         )
@@ -44,7 +51,11 @@ class ProviderManagers:
             CompactionConfig(
                 model=model,
                 max_context_tokens=window,
-                policy=CompactionPolicy(keep_recent_turns=keep_recent_turns, hard_cap_buffer=200),
+                policy=CompactionPolicy(
+                    keep_recent_turns=keep_recent_turns,
+                    hard_cap_buffer=200,
+                    background=BackgroundPolicy(enabled=background),
+                ),
                 store=store,
                 summarizer=summarizer,
             )
