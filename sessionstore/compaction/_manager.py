@@ -501,9 +501,9 @@ class CompactionManager:
         if strategy is not None:  # an unknown name fails now, not when there is work
             resolve_strategy(strategy, self.policy.custom_strategies)
         async with self._locks(session_id).hold(self.config.lock_timeout_s):
-            for _ in range(_CAS_ATTEMPTS):
+            for attempt in range(_CAS_ATTEMPTS):
                 outcome = await self._compact_once(
-                    session_id, trigger, note, strategy, extra_tokens, dry_run
+                    session_id, trigger, note, strategy, extra_tokens, dry_run, attempt > 0
                 )
                 if outcome is not None:
                     return outcome
@@ -513,7 +513,8 @@ class CompactionManager:
                 severity="error",
                 fields={
                     "error_type": "conflict",
-                    "message": "the session kept changing under the compaction (pops or clears)",
+                    "message": "the session kept changing under the compaction (another "
+                    "process compacting it, pops or clears)",
                     "fallback": "skipped",
                 },
             )
@@ -521,7 +522,8 @@ class CompactionManager:
             raise CompactionError(
                 CompactionErrorReason.CONFLICT,
                 f"session {session_id!r} changed during {_CAS_ATTEMPTS} compaction attempts "
-                "(concurrent pop/clear); nothing was changed. Retry when it is idle.",
+                "(another process compacted it, or a pop or clear); nothing was changed. Retry "
+                "when it is idle.",
             )
 
     async def _compact_once(
@@ -532,6 +534,7 @@ class CompactionManager:
         strategy: str | None,
         extra_tokens: int,
         dry_run: bool,
+        retried: bool = False,
     ) -> CompactionOutcome | None:
         started = time.perf_counter()
         rows = await self.store.context_rows(session_id)
@@ -541,6 +544,17 @@ class CompactionManager:
             trigger if trigger in ("manual", "overflow") else None
         )
         decision = self.decide(tokens_before, forced)
+        if retried and forced is None and not decision.triggered:
+            # The lock is per process: another one compacted the session while this attempt
+            # summarized, and it is no longer over the trigger. Nothing is left to do.
+            return CompactionOutcome(
+                session_id,
+                decision,
+                compacted=False,
+                tokens_before=tokens_before,
+                tokens_after=tokens_before,
+                skipped_reason="another writer compacted it meanwhile: no longer over the trigger",
+            )
         try:
             plan, summary_budget = self.plan(visible, extra_tokens)
         except CompactionError as exc:

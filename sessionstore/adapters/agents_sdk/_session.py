@@ -23,6 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ... import (
     CallUsage,
+    CompactionError,
+    CompactionErrorReason,
     HistoryPoint,
     Rewind,
     SessionStore,
@@ -187,7 +189,19 @@ class SQLSession:
         if wrapper is not None:
             await self._record_usage(wrapper)
         if self.manager is not None and batch:
+            await self._compact_at_turn_boundary()
+
+    async def _compact_at_turn_boundary(self) -> None:
+        """The turn-boundary check. The items are stored by now: a compaction that kept
+        losing to other writers (its `compact.error` event is stored) must not fail the
+        run, or a caller retrying the turn would store it twice; the next pre-flight or
+        turn boundary tries again."""
+        assert self.manager is not None
+        try:
             await self.manager.maybe_compact(self.active_session_id)
+        except CompactionError as error:
+            if error.reason is not CompactionErrorReason.CONFLICT:
+                raise
 
     async def _append(
         self, items: Sequence[Mapping[str, Any]], token: str | None, agent: str | None
