@@ -33,13 +33,13 @@ async def test_a_turn_boundary_compaction_that_keeps_losing_does_not_fail_the_tu
     db_url: str,
 ) -> None:
     async with SessionStore(db_url, create_tables=True) as one, SessionStore(db_url) as two:
-        refill = turns(50, seed=7, size=30)
+        refill: list[Any] = turns(50, seed=7, size=30)
         summarizer = ClearingSummarizer(one, two, refill)
         manager = background_manager(one, summarizer, enabled=False)
         window = manager.config.max_context_tokens
         assert sum(map(one.estimator.count_item, refill)) > manager.policy.threshold(window)
         session = SQLSession("s", one, manager=manager)
-        last = turns(1, seed=99, size=30)
+        last: list[Any] = turns(1, seed=99, size=30)
         await session.add_items(refill)  # over the trigger: the boundary compacts, and loses
         await session.add_items(last)
         assert summarizer.calls >= 3
