@@ -22,6 +22,7 @@ from .._migrations import current_revision, head_revision, known_revisions
 from .._store import SessionStore
 from .._tokens import estimator_for_model
 from ._common import EXIT_FAILED, ConfigOption, UrlOption, console, emit_json, load_settings
+from ._lease_check import describe_leases, lease_rows
 from ._text import shown
 
 
@@ -45,9 +46,13 @@ async def _database(url: str | None) -> list[Check]:
         return [Check("database", False, f"cannot connect: {type(exc).__name__}: {exc}"[:200])]
     try:
         current = await current_revision(database)
+        checks = [Check("database", True, "reachable"), _migrations(current)]
+        if current == head_revision():
+            ok, detail = describe_leases(await database.read(lease_rows))
+            checks.append(Check("compaction leases", ok, detail))
     finally:
         await database.dispose()
-    return [Check("database", True, "reachable"), _migrations(current)]
+    return checks
 
 
 def _migrations(current: str | None) -> Check:

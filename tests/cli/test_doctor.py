@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import Result
 
+from sessionstore import SessionStore
+from sessionstore.compaction._leases import tx_take_lease
 from tests.support.cli import BAD_CONFIG_PROBLEM, NO_KEYS, run
 
 
@@ -87,3 +94,42 @@ def test_configured_exporters_are_listed(seeded: str, write_config: Callable[...
     path = write_config(seeded, telemetry={"exporters": ["console"]})
     checks = _checks(run("doctor", "--config", str(path), "--json", env=NO_KEYS))
     assert checks["exporters"] == {"name": "exporters", "ok": True, "detail": "console"}
+
+
+def _lease(url: str, session_id: str, holder: str, acquired: datetime, lease_s: float) -> None:
+    async def take() -> None:
+        async with SessionStore(url) as store:
+            grant = await store.write_transaction(
+                tx_take_lease, session_id, holder, acquired, lease_s
+            )
+            assert grant.outcome == "granted"
+
+    asyncio.run(take())
+
+
+def _gone_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_lease_held_by_a_process_that_is_gone_fails_its_check(seeded: str) -> None:
+    now = datetime.now(UTC)
+    _lease(seeded, "work", f"{socket.gethostname()}:{_gone_pid()}:dead", now, 300.0)
+    _lease(seeded, "other", "elsewhere:1:old", now - timedelta(hours=1), 60.0)
+    result = run("doctor", "--url", seeded, "--json", env={"SESSIONSTORE_KEYS": ""})
+    assert result.exit_code == 1, result.output
+    check = _checks(result)["compaction leases"]
+    assert not check["ok"]
+    assert "2 held, 1 expired" in check["detail"] and "'work'" in check["detail"]
+    assert "sessionstore compact SESSION" in check["detail"]
+
+
+def test_leases_of_live_or_other_hosts_processes_pass(seeded: str) -> None:
+    now = datetime.now(UTC)
+    _lease(seeded, "work", f"{socket.gethostname()}:{os.getpid()}:live", now, 300.0)
+    _lease(seeded, "other", f"another-host:{_gone_pid()}:x", now, 300.0)
+    result = run("doctor", "--url", seeded, "--json", env={"SESSIONSTORE_KEYS": ""})
+    check = _checks(result)["compaction leases"]
+    assert result.exit_code == 0, result.output
+    assert check["ok"] and check["detail"].startswith("2 held, 0 expired")
