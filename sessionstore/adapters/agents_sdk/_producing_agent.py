@@ -11,20 +11,35 @@ time names the agent that produced the items, and no span means no agent produce
 
 from __future__ import annotations
 
+import unicodedata
+
 from agents.tracing import get_current_span
 from agents.tracing.span_data import AgentSpanData
 
 from ... import check_agent_name
+from ..._agents import MAX_AGENT_NAME
 
 
 def producing_agent() -> str | None:
-    """The name of the agent whose span is current, when it can be stored; None otherwise
-    (outside an agent's span, or a name `check_agent_name` refuses: a run never fails over
-    what its agent is called)."""
+    """The name of the agent whose span is current, as it can be stored (`storable`); None
+    outside an agent's span (a run never fails over what its agent is called)."""
     span = get_current_span()
     if span is None or not isinstance(span.span_data, AgentSpanData):
         return None
+    return storable(span.span_data.name)
+
+
+def storable(name: object) -> str | None:
+    """An agent's name as `messages.agent` can hold it: control characters and lone
+    surrogates become U+FFFD and it is cut to MAX_AGENT_NAME characters, so the rows keep
+    the attribution, visibly altered, instead of losing it; None for a blank name."""
+    if not isinstance(name, str):
+        return None
+    kept = "".join(
+        "\ufffd" if unicodedata.category(char) in ("Cc", "Cs") else char
+        for char in name[:MAX_AGENT_NAME]
+    )
     try:
-        return check_agent_name(span.span_data.name)
-    except (TypeError, ValueError):
+        return check_agent_name(kept)
+    except ValueError:  # blank
         return None

@@ -86,11 +86,24 @@ async def test_items_saved_outside_an_agent_span_name_no_agent(sqlite_url: str) 
         assert [row.agent for row in await store.history("s")] == [None, None, "researcher"]
 
 
-@pytest.mark.parametrize("name", ["line\nbreak", "x" * 300, ""])
-def test_an_agent_name_the_store_refuses_is_stored_as_unknown(name: str) -> None:
-    """A run never fails over its agent's name: it is stored as not known."""
+@pytest.mark.parametrize(
+    ("name", "stored"),
+    [
+        ("line\nbreak", "line\ufffdbreak"),
+        ("\x1b[31mevil\x1b[0m", "\ufffd[31mevil\ufffd[0m"),
+        ("half \ud800 pair", "half \ufffd pair"),
+        ("x" * 300, "x" * 256),
+        ("", None),
+        ("   ", None),
+    ],
+)
+def test_an_agent_name_the_store_refuses_is_stored_visibly_altered(
+    name: str, stored: str | None
+) -> None:
+    """A run never fails over its agent's name, and its rows keep their attribution: what
+    the store cannot hold is replaced (U+FFFD, cut to 256 characters); a blank name is none."""
     assert Agent(name=name).name == name  # the SDK accepts it
     with agent_span(name=name):
-        assert producing_agent() is None
+        assert producing_agent() == stored
     with agent_span(name="billing"):
         assert producing_agent() == "billing"
