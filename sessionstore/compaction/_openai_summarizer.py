@@ -78,7 +78,10 @@ class OpenAISummarizer:
         self._given = (
             None if client is None else client.with_options(timeout=timeout, max_retries=0)
         )
+        # Read from the environment once: every loop's client talks to the same endpoint.
         key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL")
 
         def make() -> openai.AsyncOpenAI:
             return openai.AsyncOpenAI(
