@@ -25,6 +25,7 @@ from pydantic_core.core_schema import ValidationInfo
 
 from ._crypto import KEYS_ENV
 from ._errors import ConfigError
+from ._opaque import DEFAULT_PROVIDER, PROVIDER_RULE, normalize_provider
 from ._redaction import parse_patterns
 from ._retention import RetentionAction, RetentionPolicy
 from .compaction._policy import CompactionPolicy
@@ -92,7 +93,27 @@ class SummarizerSettings(BaseModel):
     seed: int = 42
     api: Literal["chat", "responses"] = "chat"
     # kind "provider": who reads the opaque compaction items (`compactions.provider`).
-    provider: str = Field("openai", min_length=1, pattern=r"^[\w.:-]+$")
+    provider: str = DEFAULT_PROVIDER
+
+    @field_validator("provider")
+    @classmethod
+    def _provider_name(cls, value: str, info: ValidationInfo) -> str:
+        """Lower case, as the adapters name providers; refused where it would be ignored."""
+        try:
+            name = normalize_provider(value)
+        except ValueError:
+            raise PydanticCustomError(
+                "provider_name", PROVIDER_RULE + " (got {got})", {"got": repr(value)}
+            ) from None
+        kind = info.data.get("kind")
+        if name != DEFAULT_PROVIDER and kind is not None and kind != "provider":
+            raise PydanticCustomError(
+                "provider_unused",
+                "applies only with kind provider (kind is {kind}, which ignores it): remove "
+                "it, or set summarizer.kind to provider",
+                {"kind": repr(kind)},
+            )
+        return name
 
 
 Exporter = Literal["console", "otlp", "ariadne", "callback"]

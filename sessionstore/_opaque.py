@@ -8,13 +8,40 @@ so every human-facing view shows what it is (type, id, size) instead of what it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["OPAQUE_TYPES", "describe_opaque", "is_opaque", "opaque_view"]
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "OPAQUE_TYPES",
+    "PROVIDER_RULE",
+    "describe_opaque",
+    "is_opaque",
+    "normalize_provider",
+    "opaque_view",
+]
 
 # Item types whose content only their provider can read.
 OPAQUE_TYPES: Final = frozenset({"compaction"})
+
+
+# Who can read an opaque item, as stored in `compactions.provider`.
+DEFAULT_PROVIDER: Final = "openai"
+PROVIDER_RULE: Final = (
+    "must name who reads the compaction items: letters, digits and _ . : - only, "
+    "e.g. 'openai' or 'azure-openai' (case is ignored)"
+)
+_PROVIDER_NAME: Final = re.compile(r"[\w.:-]+")
+
+
+def normalize_provider(name: str) -> str:
+    """`name` in lower case: the binding is compared with what an adapter computes ('openai'),
+    so 'OpenAI' must not become a second provider whose items nobody can read back."""
+    normalized = name.strip().lower()
+    if not _PROVIDER_NAME.fullmatch(normalized):
+        raise ValueError(f"provider {PROVIDER_RULE} (got {name!r})")
+    return normalized
 
 
 def _text(value: object) -> str | None:

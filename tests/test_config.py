@@ -96,7 +96,7 @@ def test_every_env_override_reaches_its_field() -> None:
         "COMPACT_STRATEGY": ("brief", "brief"),
         "SESSIONSTORE_URL": ("sqlite+aiosqlite:///x.db", "sqlite+aiosqlite:///x.db"),
         "COMPACT_REDACTION_ENABLED": ("false", False),
-        "COMPACT_SUMMARIZER": ("openai", "openai"),
+        "COMPACT_SUMMARIZER": ("provider", "provider"),  # the kind that reads a provider
         "COMPACT_SUMMARIZER_MODEL": ("gpt-4o-mini", "gpt-4o-mini"),
         "COMPACT_SUMMARIZER_BASE_URL": ("http://llm:8000/v1", "http://llm:8000/v1"),
         "COMPACT_SUMMARIZER_PROVIDER": ("azure-openai", "azure-openai"),
@@ -155,6 +155,25 @@ def test_real_environment_is_the_default(monkeypatch: pytest.MonkeyPatch) -> Non
             {"redaction": {"extra_patterns": ["ok", "(unclosed"]}},
             {},
             "redaction.extra_patterns must be valid regexes: redaction pattern 1 ('(unclosed')",
+        ),
+        (
+            {"summarizer": {"kind": "provider", "provider": "open ai"}},
+            {},
+            "summarizer.provider must name who reads the compaction items: letters, digits and "
+            "_ . : - only, e.g. 'openai' or 'azure-openai' (case is ignored) (got 'open ai')",
+        ),
+        (
+            {"summarizer": {"provider": "azure-openai"}},
+            {},
+            "summarizer.provider applies only with kind provider (kind is 'extractive', which "
+            "ignores it): remove it, or set summarizer.kind to provider",
+        ),
+        (
+            {"summarizer": {"kind": "openai"}},
+            {"COMPACT_SUMMARIZER_PROVIDER": "azure-openai"},
+            "summarizer.provider applies only with kind provider (kind is 'openai', which "
+            "ignores it): remove it, or set summarizer.kind to provider "
+            "(from COMPACT_SUMMARIZER_PROVIDER)",
         ),
         ({"polcy": {}}, {}, "polcy is not a known setting (known: model, max_context_tokens"),
         ({"store": {"pool": 3}}, {}, "store.pool is not a known setting (known: url"),
@@ -254,6 +273,31 @@ def test_validation_errors_name_the_field(
     assert str(path) in str(caught.value)
     assert isinstance(caught.value, SessionStoreError)
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("data", "environ", "expected"),
+    [
+        ({"kind": "provider", "provider": "OpenAI"}, {}, "openai"),
+        ({"kind": "provider"}, {"COMPACT_SUMMARIZER_PROVIDER": " Azure-OpenAI "}, "azure-openai"),
+        ({"provider": "OpenAI"}, {}, "openai"),  # the default whatever the kind: nothing ignored
+    ],
+)
+def test_provider_names_are_lower_case(
+    tmp_path: Path, data: dict[str, Any], environ: dict[str, str], expected: str
+) -> None:
+    """Compaction items are bound to this name and compared with the adapter's ('openai')."""
+    path = write(tmp_path, "compact.yaml", {"summarizer": data})
+    assert load_config(path, environ=environ).summarizer.provider == expected
+
+
+def test_a_bad_provider_is_one_problem_saying_what_is_allowed(tmp_path: Path) -> None:
+    path = write(tmp_path, "compact.yaml", {"summarizer": {"kind": "provider", "provider": "a b"}})
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    [problem] = caught.value.problems
+    assert problem.startswith("summarizer.provider must name who reads the compaction items")
+    assert "String should match pattern" not in str(caught.value)
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:

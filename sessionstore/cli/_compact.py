@@ -8,6 +8,7 @@ printed verbatim. A summarizer that failed is reported, and the command exits 1.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -21,7 +22,7 @@ from .._store import SessionStore
 from ..compaction._manager import CompactionOutcome
 from ..compaction._marker import marker_line
 from ..compaction._prompts import BUILTIN_STRATEGIES, resolve_strategy
-from ..compaction._report import diff_lines
+from ..compaction._report import DiffLine, Fate, diff_lines
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
@@ -173,8 +174,22 @@ def _with_options(
     return settings.model_copy(update={"summarizer": summarizer})
 
 
-def _as_json(outcome: CompactionOutcome, redactor: Redactor) -> dict[str, object]:
+def _pruned_only(outcome: CompactionOutcome) -> bool:
+    """Written without a summary (the summarizer failed): the rows it would have summarized
+    were archived with nothing standing for them, and a prior summary stayed as it was."""
+    return outcome.result is not None and outcome.summary is None
+
+
+def _lines(outcome: CompactionOutcome) -> list[DiffLine]:
+    """The plan's rows with the fates the written compaction gave them."""
     lines = diff_lines(outcome.plan) if outcome.plan else []
+    if not _pruned_only(outcome):
+        return lines
+    return [replace(line, fate=_PRUNED_FATES.get(line.fate, line.fate)) for line in lines]
+
+
+def _as_json(outcome: CompactionOutcome, redactor: Redactor) -> dict[str, object]:
+    lines = _lines(outcome)
     return {
         "session_id": outcome.session_id,
         "compacted": outcome.compacted,
@@ -186,6 +201,7 @@ def _as_json(outcome: CompactionOutcome, redactor: Redactor) -> dict[str, object
         "skipped_reason": outcome.skipped_reason,
         "version": outcome.result.version if outcome.result else None,
         "summary": redactor.text(outcome.summary) if outcome.summary else None,
+        "summary_written": outcome.result is not None and outcome.summary is not None,
         "rows": [
             {
                 "seq": line.seq,
@@ -205,7 +221,8 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: R
             shown(f"Nothing to compact in {outcome.session_id!r}: {outcome.skipped_reason}.")
         )
         return
-    lines = diff_lines(outcome.plan)
+    lines = _lines(outcome)
+    pruned_only = _pruned_only(outcome)
     if diff:
         table = Table(title=shown(f"{outcome.session_id}: what compaction does with each row"))
         for column in ("", "seq", "fate", "role/type", "tokens", "text"):
@@ -224,14 +241,19 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: R
     for line in lines:
         counts[line.fate] = counts.get(line.fate, 0) + 1
     kept = ", ".join(
-        f"{fate} {n}" for fate, n in counts.items() if fate not in ("summarized", "prior summary")
+        f"{fate} {n}"
+        for fate, n in counts.items()
+        if fate not in ("summarized", "prior summary", "archived")
     )
-    console.print(
-        shown(
-            f"Kept: {kept}; summarized and archived: {counts.get('summarized', 0)} rows"
-            + (", replacing the prior summary" if "prior summary" in counts else "")
+    if pruned_only:
+        console.print(shown(f"Kept: {kept}; archived without a summary: {_archived(counts)} rows"))
+    else:
+        console.print(
+            shown(
+                f"Kept: {kept}; summarized and archived: {counts.get('summarized', 0)} rows"
+                + (", replacing the prior summary" if "prior summary" in counts else "")
+            )
         )
-    )
     verb = "would go" if dry_run else "went"
     caveat = " (estimate: the summary at its full allowance)" if dry_run else ""
     console.print(
@@ -242,6 +264,8 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: R
     )
     if dry_run:
         console.print(shown("Preview only: nothing was written (--diff --write compacts)."))
+    elif pruned_only:
+        _print_pruned_only(outcome, counts)
     elif outcome.result is not None:
         fallback = f", fallback {outcome.fallback}" if outcome.fallback else ""
         console.print(
@@ -254,3 +278,40 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: R
         )
         if outcome.summary:
             console.print(shown(redactor.text(outcome.summary), "dim"))
+
+
+# A prune-only compaction's fates: nothing was summarized, a prior summary was kept as it was.
+_PRUNED_FATES: dict[str, Fate] = {"summarized": "archived", "prior summary": "kept summary"}
+
+
+def _archived(counts: dict[str, int]) -> int:
+    return counts.get("archived", 0)
+
+
+def _print_pruned_only(outcome: CompactionOutcome, counts: dict[str, int]) -> None:
+    """Say plainly that no summary was written, what happened to the rows instead, and how
+    to get a summary next time (the archived rows are not summarized again)."""
+    assert outcome.result is not None
+    compaction = outcome.result.compaction_id
+    prior = (
+        "the prior summary is kept unchanged"
+        if "kept summary" in counts
+        else "the context has no summary"
+    )
+    console.print(
+        shown(
+            f"No summary was written: the summarizer failed (fallback {outcome.fallback}). "
+            f"Compaction {compaction} archived {_archived(counts)} rows without summarizing "
+            f"them ({prior}); they are only in the archive (`sessionstore archive show "
+            f"{outcome.session_id} --compaction {compaction}`).",
+            "red",
+        )
+    )
+    console.print(
+        shown(
+            "To retry: make the summarizer reachable (--base-url and --summarizer-model, or the "
+            "config's summarizer section, and its API key) and run `sessionstore compact "
+            f"{outcome.session_id}` again; it summarizes what is in the context then, not the "
+            "rows archived here."
+        )
+    )

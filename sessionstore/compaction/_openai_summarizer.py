@@ -4,6 +4,10 @@ The client never retries (max_retries=0): the compaction service owns retries an
 and a hidden retry would multiply the latency of a step that runs before the user's turn.
 Failures are translated into the protocol's exceptions with messages that name the model and
 the HTTP status only, never the API key or any of the summarized content.
+
+A client this summarizer creates is kept per event loop (`PerLoop`): its connection pool is
+bound to the loop that opened it, and one summarizer serves every thread that runs its own
+loop (a web server's `asyncio.run` per request), as the store does.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from .._errors import (
     SummaryToolCallError,
     SummaryTooLongError,
 )
+from .._loops import PerLoop
 from ._prompts import build_messages, build_prompt
 from ._provider_errors import is_context_length_error
 from ._summarizer import SummaryRequest, SummaryResult
@@ -38,6 +43,10 @@ PLACEHOLDER_API_KEY: Final = "sk-no-key-required"
 _TRANSIENT_STATUSES: Final = frozenset({408, 409, 429})
 # Error codes are identifiers such as "rate_limit_exceeded"; anything else is not echoed.
 _ERROR_CODE: Final = re.compile(r"[\w.-]{1,64}")
+
+
+def _drop(client: openai.AsyncOpenAI) -> None:
+    """A client whose loop closed without a shutdown cannot be awaited: left to the collector."""
 
 
 class OpenAISummarizer:
@@ -65,18 +74,31 @@ class OpenAISummarizer:
         self.timeout = timeout
         self.seed = seed
         self.api = api
-        self._owns_client = client is None
-        if client is None:
-            client = openai.AsyncOpenAI(
-                api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
-                base_url=base_url,
+        # A given client is the caller's, bound to the loop(s) the caller uses it on.
+        self._given = (
+            None if client is None else client.with_options(timeout=timeout, max_retries=0)
+        )
+        # Read from the environment once: every loop's client talks to the same endpoint.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL")
+
+        def make() -> openai.AsyncOpenAI:
+            return openai.AsyncOpenAI(
+                api_key=key, base_url=base_url, timeout=timeout, max_retries=0
             )
-        self._client = client.with_options(timeout=timeout, max_retries=0)
+
+        # Ours: one client per event loop, closed when that loop shuts down (or by aclose).
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(make, openai.AsyncOpenAI.close, _drop)
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        """The client for the running loop: the given one, or this loop's own."""
+        return self._given if self._given is not None else self._clients.current()
 
     async def aclose(self) -> None:
-        """Close the HTTP connections of a client this summarizer created."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the HTTP connections of every client this summarizer created (any loop)."""
+        await self._clients.close_all()
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One tool-free call; every failure becomes a SummarizerError subclass."""

@@ -39,8 +39,9 @@ class Binding:
     model: str | None
 
     def readable_by(self, provider: str, model: str) -> bool:
-        """Whether a call to `provider`'s `model` can read the marker."""
-        return self.provider == provider and self.model == model
+        """Whether a call to `provider`'s `model` can read the marker (provider names are
+        compared in lower case, as configs store them)."""
+        return self.provider.lower() == provider.lower() and self.model == model
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import openai
 from openai.types.responses import CompactedResponse
 
 from .._errors import SummarizerError
-from .._opaque import describe_opaque
+from .._opaque import DEFAULT_PROVIDER, describe_opaque, normalize_provider
 from ._openai_summarizer import OpenAISummarizer
 from ._summarizer import SummaryRequest, SummaryResult
 
@@ -36,23 +36,22 @@ def _sendable(item: Mapping[str, Any]) -> dict[str, Any]:
 class ProviderSummarizer(OpenAISummarizer):
     """Compaction by an OpenAI-compatible `/responses/compact` endpoint (opaque items).
 
-    `provider` names who can read the items (stored in `compactions.provider`); the
-    client, timeout and error mapping are the OpenAI summarizer's.
+    `provider` names who can read the items (stored in `compactions.provider`, lower case:
+    'OpenAI' is 'openai'); the client, timeout and error mapping are the OpenAI summarizer's.
     """
 
     def __init__(
         self,
         model: str,
         *,
-        provider: str = "openai",
+        provider: str = DEFAULT_PROVIDER,
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 30.0,
         input_window: int | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        if not provider.strip():
-            raise ValueError("provider must name who reads the compaction items, e.g. 'openai'")
+        provider = normalize_provider(provider)  # ValueError naming what is allowed
         super().__init__(
             model,
             base_url=base_url,
@@ -67,7 +66,7 @@ class ProviderSummarizer(OpenAISummarizer):
 
     def can_read(self, provider: str | None, model: str | None) -> bool:
         """Whether an item bound to `provider`/`model` can be sent back to this endpoint."""
-        return provider == self.provider and model == self.model
+        return (provider or "").lower() == self.provider and model == self.model
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One `/responses/compact` call; every failure becomes a SummarizerError subclass."""

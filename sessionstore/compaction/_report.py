@@ -8,7 +8,19 @@ from typing import Literal
 from .._items import text_of
 from ._partition import Partition, Unit
 
-Fate = Literal["pinned", "recent", "tool pair", "user", "aborted", "summarized", "prior summary"]
+# "archived" and "kept summary" are what a prune-only compaction (the summarizer failed) did
+# with the rows planned as "summarized" and "prior summary".
+Fate = Literal[
+    "pinned",
+    "recent",
+    "tool pair",
+    "user",
+    "aborted",
+    "summarized",
+    "prior summary",
+    "archived",
+    "kept summary",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +36,7 @@ class DiffLine:
     @property
     def sign(self) -> str:
         """`=` stays, `-` leaves the context (archived), as in a diff."""
-        return "-" if self.fate in ("summarized", "prior summary") else "="
+        return "-" if self.fate in ("summarized", "prior summary", "archived") else "="
 
 
 def diff_lines(plan: Partition, *, width: int = 72) -> list[DiffLine]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -10,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from sessionstore import SessionStore
 from sessionstore.compaction import BUILTIN_STRATEGIES
 from tests.support.cli import NO_KEYS, assert_refused, db_state, run, run_compactctl
+from tests.support.histories import coding_session
 
 
 def _fates(result_output: str) -> Counter[str]:
@@ -105,6 +108,7 @@ def test_the_config_files_policy_sink_and_exporter_apply(
     done = run("compact", "work", "--config", str(config), "--json")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["version"] == 1
+    assert json.loads(done.stdout)["summary_written"] is True
     written = {path.name for path in (archive_dir / "work").iterdir()}
     assert {"transcript-pre-compact-001.jsonl", "summary-001.json"} <= written
     assert "compact.summary_created" in {event["event"] for event in collected}
@@ -141,22 +145,75 @@ def test_without_a_key_compact_says_archives_are_unencrypted(uncompacted: str) -
     assert "sessionstore keys generate" in result.output
 
 
-def test_an_unreachable_summarizer_is_reported_and_exits_1(uncompacted: str) -> None:
+UNREACHABLE = ("--base-url", "http://127.0.0.1:9/v1", "--summarizer-model", "gpt-4o-mini")
+
+
+def _summaries(url: str) -> list[str]:
+    """The summary markers in the session's context (what the next model call would see)."""
+
+    async def load() -> list[str]:
+        async with SessionStore(url) as store:
+            items = await store.load_context("work")
+        return [
+            str(item["content"]).splitlines()[0]
+            for item in items
+            if str(item.get("content", "")).startswith("<COMPACT-SUMMARY")
+        ]
+
+    return asyncio.run(load())
+
+
+def _append_turns(url: str) -> None:
+    async def append() -> None:
+        async with SessionStore(url) as store:
+            await store.append("work", coding_session(12))
+
+    asyncio.run(append())
+
+
+def test_an_unreachable_summarizer_says_no_summary_was_written_and_exits_1(
+    uncompacted: str,
+) -> None:
     result = run(
-        "compact",
-        "work",
-        "--url",
-        uncompacted,
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--summarizer-model",
-        "m",
-        env={"OPENAI_API_KEY": "test", **NO_KEYS},
+        "compact", "work", "--url", uncompacted, *UNREACHABLE, env={"OPENAI_API_KEY": "test"}
     )
-    assert result.exit_code == 1, result.output
-    assert "summarizer failed:" in result.output and "unavailable" in result.output
-    assert "fallback pruning-only" in result.output
+    assert result.exit_code == 1, result.output  # README: the summarizer unavailable is 1
+    assert "Wrote <COMPACT-SUMMARY" not in result.output
+    assert "No summary was written: the summarizer failed" in result.output
+    assert "archived without a summary: 22 rows" in result.output
+    assert "Compaction 1 archived 22 rows without summarizing them" in result.output
+    assert "(the context has no summary)" in result.output
+    assert "`sessionstore archive show work --compaction 1`" in result.output
+    assert "To retry:" in result.output and "`sessionstore compact work` again" in result.output
+    assert "summarizer failed:" in result.output and "could not connect" in result.output
     assert db_state(uncompacted)["compactions"] == 1  # the compaction itself went ahead
+    assert _summaries(uncompacted) == []
+
+
+def test_a_prune_only_compaction_keeps_the_prior_summary_and_says_so(uncompacted: str) -> None:
+    assert run("compact", "work", "--url", uncompacted).exit_code == 0  # offline: v1
+    _append_turns(uncompacted)
+
+    result = run(
+        "compact", "work", "--url", uncompacted, *UNREACHABLE, "--diff", "--write", env=NO_KEYS
+    )
+
+    assert result.exit_code == 1, result.output
+    assert "│ kept summary" in result.output and "│ prior summary" not in result.output
+    assert "(the prior summary is kept unchanged)" in result.output
+    assert "Wrote <COMPACT-SUMMARY" not in result.output
+    assert _summaries(uncompacted) == ["<COMPACT-SUMMARY v1>"]
+
+
+def test_the_json_of_a_prune_only_compaction_says_no_summary_was_written(
+    uncompacted: str,
+) -> None:
+    result = run("compact", "work", "--url", uncompacted, *UNREACHABLE, "--json", env=NO_KEYS)
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.stdout)
+    assert (payload["compacted"], payload["summary_written"]) == (True, False)
+    assert (payload["summary"], payload["fallback"]) == (None, "pruning-only")
+    assert _fates(result.stdout)["archived"] == 22 and "summarized" not in _fates(result.stdout)
 
 
 @pytest.mark.parametrize("window", ["99999999999999999999999", "0", "-5"])

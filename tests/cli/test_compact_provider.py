@@ -8,8 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from sessionstore import SessionStore
-from tests.support.cli import run
+from tests.support.cli import assert_refused, db_state, run
 from tests.support.openai_server import OpenAIServer, ok
 from tests.support.provider import compaction_rows
 
@@ -48,3 +50,31 @@ def test_the_config_files_provider_summarizer_compacts_into_an_opaque_marker(
         "gpt-5",
         "provider:openai:gpt-5",
     )
+
+
+@pytest.mark.parametrize(
+    ("summarizer", "problem"),
+    [
+        (
+            {"kind": "provider", "provider": "open ai"},
+            "summarizer.provider must name who reads the compaction items: letters, digits and "
+            "_ . : - only, e.g. 'openai' or 'azure-openai' (case is ignored) (got 'open ai')",
+        ),
+        (
+            {"kind": "extractive", "provider": "azure-openai"},
+            "summarizer.provider applies only with kind provider (kind is 'extractive'",
+        ),
+    ],
+)
+def test_a_bad_or_ignored_provider_is_one_line_and_exit_2(
+    uncompacted: str,
+    write_config: Callable[..., Path],
+    summarizer: dict[str, str],
+    problem: str,
+) -> None:
+    before = db_state(uncompacted)
+    config = write_config(uncompacted, summarizer=summarizer)
+    result = run("compact", "work", "--config", str(config))
+    assert_refused(result, 2, problem)
+    assert "should match pattern" not in result.output
+    assert db_state(uncompacted) == before

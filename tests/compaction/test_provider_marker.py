@@ -279,6 +279,31 @@ async def test_the_provider_summarizer_rejects_an_empty_provider_name() -> None:
         ProviderSummarizer("gpt-5", provider=" ", base_url="http://127.0.0.1:9/v1")
 
 
+@pytest.mark.parametrize("name", ["open ai", "openai/gpt", ""])
+async def test_a_bad_provider_name_says_what_is_allowed(name: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        ProviderSummarizer("gpt-5", provider=name, base_url="http://127.0.0.1:9/v1")
+    assert str(caught.value) == (
+        "provider must name who reads the compaction items: letters, digits and _ . : - only, "
+        f"e.g. 'openai' or 'azure-openai' (case is ignored) (got {name!r})"
+    )
+
+
+async def test_a_capitalized_provider_binds_the_marker_to_the_name_the_adapter_uses(
+    store: SessionStore, openai_server: OpenAIServer, managers: ProviderManagers
+) -> None:
+    """'OpenAI' once bound the marker to 'OpenAI' while the adapter asks for 'openai', so
+    every call rebuilt the marker it had just written."""
+    manager = managers.make(store, provider="OpenAI")
+    assert getattr(manager.summarizer, "provider", None) == "openai"
+    await manager.append("s", history_with_fact())
+    await manager.compact("s")
+    assert (await compaction_rows(store, "s"))[-1]["provider"] == "openai"
+    assert not await manager.ensure_readable("s", model=BOUND_MODEL)  # adapter's "openai"
+    assert not await manager.ensure_readable("s", model=BOUND_MODEL, provider="OpenAI")
+    assert await events_of(store, "s", "compact.provider_item_unusable") == []
+
+
 _step = st.sampled_from(["turns", "tools", "provider", "extractive", "failing", "switch"])
 
 

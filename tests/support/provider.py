@@ -40,11 +40,12 @@ class ProviderManagers:
         window: int = 100_000,
         keep_recent_turns: int = 2,
         background: bool = False,
+        provider: str = "openai",
     ) -> CompactionManager:
         """A manager whose summaries are compaction items bound to `model` (prepared off
         the request path with `background`)."""
         summarizer = ProviderSummarizer(
-            model, base_url=self.server.base_url, api_key="test", timeout=5
+            model, provider=provider, base_url=self.server.base_url, api_key="test", timeout=5
         )
         self._summarizers.append(summarizer)
         return CompactionManager(
