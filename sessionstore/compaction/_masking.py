@@ -300,19 +300,19 @@ def placeholder_text(
     """Plain text (never markup): the tool, the size, where the original is, how to read it.
 
     The command it names is shell-quoted (`shlex.quote`: a session id holding `$(...)`,
-    backticks or `$VAR` pasted into a shell stays one word) and prints the whole stored
-    row; the database is the user's to add (a placeholder cannot know it, and a URL may
-    hold a password)."""
+    backticks or `$VAR` pasted into a shell stays one word), on a line of its own (no
+    quoting of ours around it to break), and prints the whole stored row; the database is
+    the user's to add (a placeholder cannot know it, and a URL may hold a password)."""
     tool = json.dumps(output.tool if output.tool is not None else "(unknown tool)")
     session = json.dumps(session_id)
     if seq is None:
         where = f"Not stored yet; it answers call_id {json.dumps(output.call_id)}."
     else:
-        command = read_back_command(session_id, seq)
         where = (
-            f"Stored unchanged as seq {seq} of session {session}; print it whole with "
-            f"`{command}` (with the --url or --config the session's store was opened with) "
-            f"or SessionStore.history({session})."
+            f"Stored unchanged as seq {seq} of session {session}: SessionStore.history("
+            f"{session}) returns it, and this shell command prints it whole (add the --url "
+            f"or --config the session's store was opened with):\n"
+            f"{read_back_command(session_id, seq)}"
         )
     text = (
         f"[tool output masked by sessionstore] The output of tool {tool} "
@@ -328,8 +328,7 @@ def placeholder_text(
 def read_back_command(session_id: str, seq: int) -> str:
     """The shell command that prints stored row `seq` whole (redacted, as JSON)."""
     return (
-        f"sessionstore sessions show {shlex.quote(session_id)} --history "
-        f"--seq {seq}..{seq} --json"
+        f"sessionstore sessions show {shlex.quote(session_id)} --history --seq {seq}..{seq} --json"
     )
 
 

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from sessionstore._items import answered_call, calls_in
 from sessionstore._tokens import estimator_for_model
-from sessionstore.compaction._masking import ToolOutput, placeholder_text, read_back_command
 from sessionstore.compaction import (
     CompactionPolicy,
     Masker,
@@ -24,6 +23,7 @@ from sessionstore.compaction import (
     MaskScan,
     normalize,
 )
+from sessionstore.compaction._masking import ToolOutput, placeholder_text, read_back_command
 from tests.support.histories import Item, chat_call, chat_out, user
 from tests.support.masking import (
     PLACEHOLDER_START,
@@ -85,7 +85,7 @@ def test_the_placeholder_names_the_tool_the_size_the_seq_and_how_to_read_it() ->
     tokens = ESTIMATOR.count_item(history[2])
     assert text.startswith(PLACEHOLDER_START)
     assert '"read_file"' in text and f"({tokens:,} tokens)" in text
-    assert "`sessionstore sessions show s-1 --history --seq 2..2 --json`" in text
+    assert "\nsessionstore sessions show s-1 --history --seq 2..2 --json" in text
     assert "--url or --config" in text  # the database is the reader's to name
     assert history[2]["output"] not in text  # the output itself is not repeated
     freed = sum(ESTIMATOR.count_item(history[i]) - ESTIMATOR.count_item(sent[i]) for i in (2, 6))
@@ -109,8 +109,8 @@ def test_the_stored_text_is_quoted_as_data_in_the_placeholder() -> None:
 )
 def test_the_read_back_command_keeps_a_hostile_session_id_one_shell_word(session_id: str) -> None:
     text = placeholder_text(ToolOutput(0, "c", "read", 10, True), 500, 7, session_id, "body", 0)
-    command = text.split("`")[1] if "`" not in session_id else read_back_command(session_id, 7)
-    assert command in text
+    command = text.split("opened with):\n", 1)[1]  # the rest of the text: the command
+    assert command == read_back_command(session_id, 7)
     words = shlex.split(command)
     assert words == [
         "sessionstore", "sessions", "show", session_id, "--history", "--seq", "7..7", "--json"

@@ -1,0 +1,73 @@
+"""What a masking placeholder tells the model or the user to run, run: the command it names
+prints the whole stored output back, and `sessions show --call N` marks what was masked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shlex
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from sessionstore import SessionStore, SQLSession
+from sessionstore.adapters.agents_sdk import input_filter
+from sessionstore.compaction import CompactionConfig, CompactionManager
+from tests.support.cli import run
+from tests.support.histories import words
+from tests.support.masking import is_placeholder, masking_policy
+
+SID = 'user "42" $(id) `id` $HOME'
+TURNS = 5
+
+
+@function_tool
+def read_file(path: str) -> str:
+    """Return a (long) file body."""
+    return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
+
+
+def _masked_run(url: str) -> list[Any]:
+    """A real Agents SDK run with masking on; the input of its last model call."""
+
+    async def go() -> list[Any]:
+        async with SessionStore(url, create_tables=True) as store:
+            manager = CompactionManager(
+                CompactionConfig(max_context_tokens=100_000, policy=masking_policy(), store=store)
+            )
+            steps: list[Any] = []
+            for n in range(TURNS):
+                steps.append([function_call("read_file", {"path": f"m{n}.py"}, call_id=f"c{n}")])
+                steps.append([assistant_message(f"Read m{n}.py.")])
+            model = ScriptedModel(steps)
+            agent = Agent(name="reader", instructions="Read.", model=model, tools=[read_file])
+            session = SQLSession(SID, store, manager=manager)
+            config = RunConfig(call_model_input_filter=input_filter(manager))
+            for n in range(TURNS):
+                await Runner.run(agent, f"Read m{n}.py", session=session, run_config=config)
+            return list(model.calls[-1].input)
+
+    return asyncio.run(go())
+
+
+def test_the_command_a_placeholder_names_prints_the_whole_original(db_url: str) -> None:
+    sent = _masked_run(db_url)
+    placeholders = [item for item in sent if is_placeholder(item)]
+    assert len(placeholders) == TURNS - 2  # the newest output and the last turn's stay
+    for item in placeholders:
+        command = item["output"].split("opened with):\n", 1)[1]
+        words_ = shlex.split(command)
+        assert words_[:3] == ["sessionstore", "sessions", "show"] and words_[3] == SID
+        result = run(*words_[1:], "--url", db_url)  # as the placeholder says: add the URL
+        assert result.exit_code == 0, result.output
+        [row] = json.loads(result.stdout)
+        path = f"m{item['call_id'][1:]}.py"
+        assert row["item"]["call_id"] == item["call_id"]
+        assert row["item"]["output"] == read_file_body(path)  # whole, not a preview
+        assert "[bold]contents[/bold]" in result.stdout  # data, not read as markup
+
+
+def read_file_body(path: str) -> str:
+    return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
