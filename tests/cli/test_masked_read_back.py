@@ -29,10 +29,10 @@ def read_file(path: str) -> str:
     return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
 
 
-def _masked_run(url: str) -> list[Any]:
-    """A real Agents SDK run with masking on; the input of its last model call."""
+def _masked_run(url: str) -> list[list[Any]]:
+    """A real Agents SDK run with masking on; the input of each of its model calls."""
 
-    async def go() -> list[Any]:
+    async def go() -> list[list[Any]]:
         async with SessionStore(url, create_tables=True) as store:
             manager = CompactionManager(
                 CompactionConfig(max_context_tokens=100_000, policy=masking_policy(), store=store)
@@ -47,13 +47,13 @@ def _masked_run(url: str) -> list[Any]:
             config = RunConfig(call_model_input_filter=input_filter(manager))
             for n in range(TURNS):
                 await Runner.run(agent, f"Read m{n}.py", session=session, run_config=config)
-            return list(model.calls[-1].input)
+            return [list(call.input) for call in model.calls]
 
     return asyncio.run(go())
 
 
 def test_the_command_a_placeholder_names_prints_the_whole_original(db_url: str) -> None:
-    sent = _masked_run(db_url)
+    sent = _masked_run(db_url)[-1]
     placeholders = [item for item in sent if is_placeholder(item)]
     assert len(placeholders) == TURNS - 2  # the newest output and the last turn's stay
     for item in placeholders:
@@ -71,3 +71,30 @@ def test_the_command_a_placeholder_names_prints_the_whole_original(db_url: str) 
 
 def read_file_body(path: str) -> str:
     return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
+
+
+def test_show_call_marks_the_rows_each_call_was_sent_masked(db_url: str) -> None:
+    inputs = _masked_run(db_url)
+    history = json.loads(
+        run("sessions", "show", SID, "--history", "--json", "--url", db_url).stdout
+    )
+    output_seq = {
+        row["item"]["call_id"]: row["seq"]
+        for row in history
+        if row["item_type"] == "function_call_output"
+    }
+    assert any(is_placeholder(item) for item in inputs[-1])
+    for number, sent in enumerate(inputs, start=1):
+        result = run("sessions", "show", SID, "--call", str(number), "--json", "--url", db_url)
+        assert result.exit_code == 0, result.output
+        rows = json.loads(result.stdout)
+        marked = {row["seq"] for row in rows if row["sent_masked"]}
+        placeholders = {output_seq[item["call_id"]] for item in sent if is_placeholder(item)}
+        assert marked == placeholders, number
+        assert all(row["sent_masked"] is False for row in rows if row["seq"] not in marked)
+        table = run("sessions", "show", SID, "--call", str(number), "--url", db_url)
+        assert table.stdout.count("[sent masked]") == len(marked)
+        if marked:
+            assert f"sent {len(marked)} tool output(s) as a masking placeholder" in " ".join(
+                table.stderr.split()
+            )
