@@ -7,7 +7,8 @@ stored with its record: its `compact.token_estimate` (whose `breakdown.messages`
 `input_tokens_est`, and `masked` what masking freed) and the `compact.masked` event written
 just before it in the same transaction, whose `outputs` counts what was sent masked. The seqs
 are the `new_seqs` of that event and of the session's earlier ones (a masked output stays
-masked); they are trusted only when they number exactly `outputs` among the call's rows.
+masked); they are trusted only when they number exactly `outputs` among the call's rows. A
+call whose estimate is its rows' stored tokens had nothing taken out: nothing was masked.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._model_calls import ModelCall
+from .._rows import StoredRow
 from .._schema import events
 from .._store import SessionStore
 
@@ -28,7 +30,8 @@ _NAMES = ("compact.token_estimate", "compact.masked")
 
 @dataclass(frozen=True, slots=True)
 class CallMasking:
-    """What a call was sent masked: `seqs` (None: masking was on, but which rows is unknown)."""
+    """What a call was sent masked: `seqs` (None: its record does not say which rows, if any,
+    though its estimate is under its rows' stored tokens)."""
 
     outputs: int  # sent as a placeholder
     seqs: frozenset[int] | None
@@ -49,13 +52,16 @@ def _messages(payload: dict[str, Any]) -> object:
 
 
 async def call_masking(
-    store: SessionStore, calls: Sequence[ModelCall], number: int, seqs: Sequence[int]
+    store: SessionStore, calls: Sequence[ModelCall], number: int, rows: Sequence[StoredRow]
 ) -> CallMasking:
-    """What call `number` (of the session's `calls`) was sent masked, among `seqs` (the
+    """What call `number` (of the session's `calls`) was sent masked, among `rows` (the
     stored rows it was sent)."""
-    found = await store.read_snapshot(_tx_events, calls[0].session_id)
-    if not any(name == _NAMES[1] for _, name, _ in found):  # nothing was ever masked
+    [call] = [call for call in calls if call.call == number]
+    if call.input_tokens_est == sum(row.tokens for row in rows):  # nothing was taken out
         return CallMasking(0, frozenset())
+    found = await store.read_snapshot(_tx_events, call.session_id)
+    if not any(name == _NAMES[1] for _, name, _ in found):  # no masking event to go by
+        return CallMasking(0, None)
     # Each estimate with the `compact.masked` stored just before it (the same call's).
     estimates: list[tuple[dict[str, Any], dict[str, Any] | None, int]] = []
     report: dict[str, Any] | None = None
@@ -65,17 +71,16 @@ async def call_masking(
         else:
             estimates.append((payload, report, index))
             report = None
-    position = 0
+    position = 0  # the calls' estimates, matched in the order the calls were recorded
     chosen: tuple[dict[str, Any], dict[str, Any] | None, int] | None = None
-    for call in calls:  # matched in the order the calls were recorded
+    for earlier in calls:
         chosen = None
-        while position < len(estimates):
-            position += 1
-            estimate = _messages(estimates[position - 1][0])
-            if call.input_tokens_est is not None and estimate == call.input_tokens_est:
-                chosen = estimates[position - 1]
-                break
-        if call.call == number:
+        for at in range(position, len(estimates)):
+            estimate = earlier.input_tokens_est
+            if estimate is not None and _messages(estimates[at][0]) == estimate:
+                chosen, position = estimates[at], at + 1
+                break  # (none found: a call without events; the next ones start here)
+        if earlier.call == number:
             break
     if chosen is None:
         return CallMasking(0, None)
@@ -87,10 +92,10 @@ async def call_masking(
     outputs = int(report.get("outputs") or 0)
     union = {  # what this call's and the earlier calls' masking named
         seq
-        for _, name, earlier in found[:index]
+        for _, name, older in found[:index]
         if name == _NAMES[1]
-        for seq in earlier.get("new_seqs") or ()
+        for seq in older.get("new_seqs") or ()
         if isinstance(seq, int)
     }
-    marked = frozenset(union.intersection(seqs))
+    marked = frozenset(union.intersection(row.seq for row in rows))
     return CallMasking(outputs, marked if len(marked) == outputs else None)

@@ -224,7 +224,7 @@ async def _call_input(
     after = [] if last == call.context_to_seq else (await store.rows_as_of(session_id, last))[1]
     unsaved = [row for row in after if call.context_to_seq < row.seq <= last]  # no history walk
     rows = [*visible_rows(stored), *unsaved]
-    return rows, await call_masking(store, calls, number, [row.seq for row in rows])
+    return rows, await call_masking(store, calls, number, rows)
 
 
 def _check_agent(agent: str | None) -> None:
@@ -345,8 +345,9 @@ def _say_masking(masking: CallMasking, call: int | None) -> None:
         return
     if masking.seqs is None:
         note = (
-            f"note: model call {call} was sent masked tool outputs (masking), but which rows "
-            "cannot be told from its record; every row is shown as stored"
+            f"note: the record of model call {call} does not say which rows, if any, it was "
+            "sent as a masking placeholder (its estimate is under its rows' stored tokens); "
+            "every row is shown as stored"
         )
     else:
         note = (

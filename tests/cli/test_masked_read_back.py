@@ -29,13 +29,19 @@ def read_file(path: str) -> str:
     return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
 
 
-def _masked_run(url: str) -> list[list[Any]]:
-    """A real Agents SDK run with masking on; the input of each of its model calls."""
+def _masked_run(url: str, *, record_idle: bool = True) -> list[list[Any]]:
+    """A real Agents SDK run with masking on; the input of each of its model calls
+    (`record_idle`: whether its calls store their events)."""
 
     async def go() -> list[list[Any]]:
         async with SessionStore(url, create_tables=True) as store:
             manager = CompactionManager(
-                CompactionConfig(max_context_tokens=100_000, policy=masking_policy(), store=store)
+                CompactionConfig(
+                    max_context_tokens=100_000,
+                    policy=masking_policy(),
+                    store=store,
+                    record_idle_decisions=record_idle,
+                )
             )
             steps: list[Any] = []
             for n in range(TURNS):
@@ -98,3 +104,16 @@ def test_show_call_marks_the_rows_each_call_was_sent_masked(db_url: str) -> None
             assert f"sent {len(marked)} tool output(s) as a masking placeholder" in " ".join(
                 table.stderr.split()
             )
+
+
+def test_show_call_says_when_its_record_cannot_tell_which_rows_were_masked(db_url: str) -> None:
+    inputs = _masked_run(db_url, record_idle=False)  # no events: no compact.masked to go by
+    for number, sent in enumerate(inputs, start=1):
+        result = run("sessions", "show", SID, "--call", str(number), "--json", "--url", db_url)
+        assert result.exit_code == 0, result.output
+        flags = {row["sent_masked"] for row in json.loads(result.stdout)}
+        note = " ".join(result.stderr.split())
+        if any(is_placeholder(item) for item in sent):
+            assert flags == {None} and "does not say which rows, if any" in note, number
+        else:  # its estimate is its rows' stored tokens: nothing was taken out
+            assert flags == {False} and "masking" not in note, number
