@@ -2,7 +2,9 @@
 
 Words match whole (case and accents folded on SQLite, case on PostgreSQL); every word must be
 in the row. Hits are rows, best first; what they show is redacted by the caller's redactor.
-Sealed payloads are not indexed, so an encrypted session's rows are never found.
+Sealed payloads are not indexed, so an encrypted session's rows are never found, nor is a
+provider's opaque compaction item's ciphertext (a hit on one, indexed before that, shows what
+it is, as every view does: `[opaque compaction item cmp_1 (openai gpt-5), N bytes]`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._items import text_of
+from ._opaque import describe_opaque, is_opaque, opaque_view
 from ._payload_sealing import SessionKeys
 from ._redaction import Redactor
-from ._schema import messages
+from ._rows import StoredRow
+from ._schema import compactions, messages
 from ._search_index import match_pending
 from ._session_sql import ROW_COLUMNS, stored_rows
 
@@ -30,13 +34,16 @@ SNIPPET_CHARS: Final = 160
 _SQLITE_SEARCH: Final = """
     SELECT r.session_id, r.seq, bm25(message_search) FROM message_search JOIN message_search_rows r
         ON r.id = message_search.rowid
+        JOIN messages m ON m.session_id = r.session_id AND m.seq = r.seq
     WHERE message_search MATCH :match AND (:sid IS NULL OR r.session_id = :sid)
+      AND m.item_type IS NOT 'compaction'  -- indexed before opaque items were left out
     ORDER BY bm25(message_search), r.seq DESC LIMIT :limit
 """
 _PG_VECTOR: Final = "to_tsvector('simple', left(payload::text, 100000))"  # as indexed (0010)
 _PG_SEARCH: Final = f"""
     SELECT session_id, seq FROM messages
     WHERE kind IN ('item', 'summary') AND payload IS NOT NULL
+      AND item_type IS DISTINCT FROM 'compaction'  -- a provider's ciphertext is not text
       AND {_PG_VECTOR} @@ plainto_tsquery('simple', :match)
       AND (CAST(:sid AS TEXT) IS NULL OR session_id = :sid)
     ORDER BY ts_rank({_PG_VECTOR}, plainto_tsquery('simple', :match)) DESC, seq DESC
@@ -94,6 +101,7 @@ def tx_search(
         return []
     matched = conn.execute(_ROWS, {"keys": found})  # one read for every hit
     rows = {(row.session_id, row.seq): row for row in matched}
+    bindings = _bindings(conn, [row.compaction_id for row in rows.values()])
     hits = []
     for sid, seq in found:
         if (sid, seq) not in rows:
@@ -101,20 +109,47 @@ def tx_search(
         [row] = stored_rows(conn, keys, sid, [rows[(sid, seq)]])
         if row.item is None:  # purged by a concurrent retention run
             continue
-        item = redactor.value(row.item)
-        hits.append(
-            SearchHit(
-                session_id=sid,
-                seq=seq,
-                kind=row.kind,
-                role=row.role,
-                tool_name=row.tool_name,
-                created_at=row.created_at,
-                snippet=_snippet(" ".join(text_of(item).split()), words),
-                item=item,
-            )
-        )
+        binding = bindings.get(row.compaction_id or 0, (None, None))
+        hits.append(search_hit(row, words, redactor, binding))
     return hits
+
+
+def search_hit(
+    row: StoredRow, words: list[str], redactor: Redactor, binding: tuple[str | None, str | None]
+) -> SearchHit:
+    """The hit of a matched row: its redacted item and the text around the first word. A
+    provider's opaque item (not indexed, but a guard for any way to it) is shown as what it
+    is, bound to its provider and model (`binding`), as every view shows it: the snippet
+    always, the item unless redaction is off."""
+    assert row.item is not None
+    item = redactor.value(row.item)
+    snippet = _snippet(" ".join(text_of(item).split()), words)
+    if is_opaque(row.item):
+        provider, model = binding
+        snippet = describe_opaque(row.item, provider=provider, model=model)
+        if redactor.enabled:
+            item = opaque_view(row.item, provider=provider, model=model)
+    return SearchHit(
+        session_id=row.session_id,
+        seq=row.seq,
+        kind=row.kind,
+        role=row.role,
+        tool_name=row.tool_name,
+        created_at=row.created_at,
+        snippet=snippet,
+        item=item,
+    )
+
+
+def _bindings(conn: Connection, ids: list[int | None]) -> dict[int, tuple[str, str | None]]:
+    """(provider, model) of the provider compactions among `ids`: an opaque hit's binding."""
+    wanted = sorted({id_ for id_ in ids if id_})
+    if not wanted:
+        return {}
+    query = sa.select(compactions.c.id, compactions.c.provider, compactions.c.model).where(
+        compactions.c.id.in_(wanted), compactions.c.provider.is_not(None)
+    )
+    return {row.id: (row.provider, row.model) for row in conn.execute(query)}
 
 
 def _sqlite_matches(

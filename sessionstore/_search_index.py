@@ -7,7 +7,8 @@ when it has been idle for a moment (or has a large backlog), when the store clos
 a search. A search that cannot write (a read-only store) matches the rows not indexed yet in a
 temporary index of its own, so search never misses a stored row. Purging and deleting act on
 indexed rows only (the triggers of migration 0010 look them up), and a purged or deleted row is
-never indexed later (only plain `item` and `summary` payloads are).
+never indexed later (only plain `item` and `summary` payloads are, and not a provider's
+opaque compaction item, whose ciphertext holds no words).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from collections.abc import Iterable
 from typing import Final
 
 # What is indexed and how its text is taken: as migration 0010 defined them.
-_INDEXED: Final = "m.kind IN ('item', 'summary') AND m.payload IS NOT NULL"
+# A provider's opaque item (item_type 'compaction') holds ciphertext, not words: never indexed.
+_INDEXED: Final = (
+    "m.kind IN ('item', 'summary') AND m.payload IS NOT NULL AND m.item_type IS NOT 'compaction'"
+)
 _TEXT: Final = (
     "substr((SELECT group_concat(value, ' ') FROM json_tree(m.payload) WHERE type = 'text'), "
     "1, 100000)"

@@ -23,6 +23,7 @@ from .._rows import SessionInfo, StoredRow, visible_rows
 from .._store import SessionStore
 from .._time_travel import Rewind
 from ..compaction._provider_marker import Bindings, bindings_of
+from ._call_masking import CallMasking, call_masking
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
@@ -53,6 +54,7 @@ AsOfOption = Annotated[
     ),
 ]
 PREVIEW_CHARS = 80
+MASKED_MARK: Final = "[sent masked] "
 
 
 async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
@@ -148,9 +150,10 @@ def _rows(
     redact: bool,
     as_of: str | None = None,
     call: int | None = None,
-) -> tuple[list[StoredRow], Redactor, Bindings]:
-    """The session's rows, the redactor to print them with (the config's patterns) and the
-    bindings of the opaque markers among them."""
+) -> tuple[list[StoredRow], Redactor, Bindings, CallMasking | None]:
+    """The session's rows, the redactor to print them with (the config's patterns), the
+    bindings of the opaque markers among them and (with `call`) what that call was sent
+    masked."""
     if sum((history, as_of is not None, call is not None)) > 1:
         raise typer.BadParameter(
             "--history, --as-of and --call each choose the rows; give one of them",
@@ -158,11 +161,12 @@ def _rows(
         )
     point = None if as_of is None else parse_point(as_of, "--as-of")
 
-    async def go() -> tuple[list[StoredRow], Redactor, SessionInfo, Bindings]:
+    async def go() -> tuple[list[StoredRow], Redactor, SessionInfo, Bindings, CallMasking | None]:
+        masking = None
         async with open_store(url, config, read_only=True) as store:
             info = await require_session(store, session_id)
             if call is not None:
-                found = await _call_input(store, session_id, call)
+                found, masking = await _call_input(store, session_id, call)
             elif point is not None:
                 _, found = await store.rows_as_of(session_id, point)
             elif history:
@@ -173,9 +177,9 @@ def _rows(
             bindings = await bindings_of(store, found)
         if not redact:
             await record_audit(url, config, [redaction_disabled_event(session_id)])
-        return found, redactor, info, bindings
+        return found, redactor, info, bindings, masking
 
-    rows, redactor, info, bindings = asyncio.run(go())
+    rows, redactor, info, bindings, masking = asyncio.run(go())
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if not rows:
@@ -193,13 +197,16 @@ def _rows(
             )
         err_console.print(shown(why))
         raise typer.Exit(EXIT_FAILED)
-    return rows, redactor, bindings
+    return rows, redactor, bindings, masking
 
 
-async def _call_input(store: SessionStore, session_id: str, number: int) -> list[StoredRow]:
+async def _call_input(
+    store: SessionStore, session_id: str, number: int
+) -> tuple[list[StoredRow], CallMasking]:
     """The rows model call `number` was sent: the stored context then, and the items the
-    run had not stored yet (stored right after)."""
-    found = [call for call in await store.model_calls(session_id) if call.call == number]
+    run had not stored yet (stored right after); and which of them it was sent masked."""
+    calls = await store.model_calls(session_id)
+    found = [call for call in calls if call.call == number]
     if not found:
         err_console.print(shown(f"session {session_id!r} has no model call {number}"))
         raise typer.Exit(EXIT_FAILED)
@@ -216,7 +223,8 @@ async def _call_input(store: SessionStore, session_id: str, number: int) -> list
     last = call.context_to_seq + call.unsaved_items
     after = [] if last == call.context_to_seq else (await store.rows_as_of(session_id, last))[1]
     unsaved = [row for row in after if call.context_to_seq < row.seq <= last]  # no history walk
-    return [*visible_rows(stored), *unsaved]
+    rows = [*visible_rows(stored), *unsaved]
+    return rows, await call_masking(store, calls, number, rows)
 
 
 def _check_agent(agent: str | None) -> None:
@@ -275,7 +283,12 @@ def show(
     as_of: AsOfOption = None,
     call: Annotated[
         int | None,
-        typer.Option("--call", min=1, help="What model call N was sent (see `usage`)."),
+        typer.Option(
+            "--call",
+            min=1,
+            help="The stored rows model call N was sent (see `usage`); outputs masking sent "
+            "as a placeholder are marked.",
+        ),
     ] = None,
     agent: Annotated[
         str | None,
@@ -286,12 +299,20 @@ def show(
     """The rows of a session: seq, kind, role/type, agent, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
     _check_agent(agent)
-    rows, redactor, bindings = _rows(url, config, session_id, history, redact, as_of, call)
+    found = _rows(url, config, session_id, history, redact, as_of, call)
+    rows, redactor, bindings, masking = found
     if agent is not None:
         rows = _of_agent(rows, agent, session_id, redactor)
     rows = _window(rows, seqs, limit, tail)
+    marked = frozenset() if masking is None or masking.seqs is None else masking.seqs
+    if masking is not None:
+        _say_masking(masking, call)
     if as_json:
-        emit_json([_row_dict(row, redactor, bindings, opaque=True) for row in rows])
+        dicts = [_row_dict(row, redactor, bindings, opaque=True) for row in rows]
+        if masking is not None:  # --call: whether the model got a placeholder for the row
+            for row, shown_row in zip(rows, dicts, strict=True):
+                shown_row["sent_masked"] = None if masking.seqs is None else row.seq in marked
+        emit_json(dicts)
         return
     what = "history" if history else "active context"
     if call is not None:
@@ -304,6 +325,8 @@ def show(
         table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
     for row in rows:
         text = " ".join(text_of(_shown_item(row, redactor, bindings, True)).split())
+        if row.seq in marked:
+            text = MASKED_MARK + text
         table.add_row(
             shown(row.seq),
             shown(row.kind),
@@ -314,6 +337,25 @@ def show(
             shown(text[:PREVIEW_CHARS]),
         )
     console.print(table)
+
+
+def _say_masking(masking: CallMasking, call: int | None) -> None:
+    """On stderr: which rows the call was sent as a placeholder (the original is shown)."""
+    if masking.seqs is not None and not masking.seqs:
+        return
+    if masking.seqs is None:
+        note = (
+            f"note: the record of model call {call} does not say which rows, if any, it was "
+            "sent as a masking placeholder (its estimate is under its rows' stored tokens); "
+            "every row is shown as stored"
+        )
+    else:
+        note = (
+            f"note: model call {call} was sent {masking.outputs} tool output(s) as a masking "
+            f"placeholder (seqs {', '.join(map(str, sorted(masking.seqs)))}, marked "
+            f'{MASKED_MARK.strip()} / "sent_masked": true); the stored original is shown'
+        )
+    err_console.print(shown(note))
 
 
 def _shown_item(
@@ -361,7 +403,7 @@ def export(
 ) -> None:
     """JSON lines: the active context's items as the model sees them (with --history: every
     row, markers included; with --as-of: the context as it stood then)."""
-    rows, redactor, bindings = _rows(url, config, session_id, history, redact, as_of)
+    rows, redactor, bindings, _ = _rows(url, config, session_id, history, redact, as_of)
     if history:
         lines = [json_text(_row_dict(row, redactor, bindings, opaque=redact)) for row in rows]
     else:  # the active context's rows already hold what load_context would return

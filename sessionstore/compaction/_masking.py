@@ -15,6 +15,7 @@ the input (a pre-flight before every call costs what is new, not the context's s
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -34,6 +35,7 @@ __all__ = [
     "RowMasking",
     "ToolOutput",
     "output_seqs",
+    "read_back_command",
 ]
 
 # Output items whose `output` may be any text (others hold screenshots or structured
@@ -295,16 +297,22 @@ def placeholder_text(
     original: str,
     preview_chars: int,
 ) -> str:
-    """Plain text (never markup): the tool, the size, where the original is, how to read it."""
+    """Plain text (never markup): the tool, the size, where the original is, how to read it.
+
+    The command it names is shell-quoted (`shlex.quote`: a session id holding `$(...)`,
+    backticks or `$VAR` pasted into a shell stays one word), on a line of its own (no
+    quoting of ours around it to break), and prints the whole stored row; the database is
+    the user's to add (a placeholder cannot know it, and a URL may hold a password)."""
     tool = json.dumps(output.tool if output.tool is not None else "(unknown tool)")
     session = json.dumps(session_id)
     if seq is None:
         where = f"Not stored yet; it answers call_id {json.dumps(output.call_id)}."
     else:
         where = (
-            f"Stored unchanged as seq {seq} of session {session}; read it with "
-            f"`sessionstore sessions show {session} --seq {seq}..{seq}` or "
-            f"SessionStore.history({session})."
+            f"Stored unchanged as seq {seq} of session {session}: SessionStore.history("
+            f"{session}) returns it, and this shell command prints it whole (add the --url "
+            f"or --config the session's store was opened with):\n"
+            f"{read_back_command(session_id, seq)}"
         )
     text = (
         f"[tool output masked by sessionstore] The output of tool {tool} "
@@ -315,6 +323,13 @@ def placeholder_text(
         text += f"\nIts first {min(preview_chars, len(original)):,} characters:\n"
         text += original[:preview_chars] + ("\n[...]" if cut else "")
     return text
+
+
+def read_back_command(session_id: str, seq: int) -> str:
+    """The shell command that prints stored row `seq` whole (redacted, as JSON)."""
+    return (
+        f"sessionstore sessions show {shlex.quote(session_id)} --history --seq {seq}..{seq} --json"
+    )
 
 
 def output_seqs(rows: Sequence[StoredRow], call_ids: Collection[str]) -> dict[str, int]:
