@@ -172,6 +172,19 @@ class _Prior:
     binding: Binding | None = None  # of an opaque marker
 
 
+def _skipped(
+    session_id: str,
+    decision: TriggerDecision,
+    tokens: int,
+    reason: str,
+    plan: Partition | None = None,
+) -> CompactionOutcome:
+    """A compaction that found nothing to do, and why."""
+    return CompactionOutcome(
+        session_id, decision, False, tokens, tokens, plan=plan, skipped_reason=reason
+    )
+
+
 class CompactionManager:
     """Compaction for sessions in one SessionStore."""
 
@@ -547,13 +560,11 @@ class CompactionManager:
         if retried and forced is None and not decision.triggered:
             # The lock is per process: another one compacted the session while this attempt
             # summarized, and it is no longer over the trigger. Nothing is left to do.
-            return CompactionOutcome(
+            return _skipped(
                 session_id,
                 decision,
-                compacted=False,
-                tokens_before=tokens_before,
-                tokens_after=tokens_before,
-                skipped_reason="another writer compacted it meanwhile: no longer over the trigger",
+                tokens_before,
+                "another writer compacted it meanwhile: no longer over the trigger",
             )
         try:
             plan, summary_budget = self.plan(visible, extra_tokens)
@@ -561,14 +572,12 @@ class CompactionManager:
             await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
             raise
         if not plan.remainder:
-            return CompactionOutcome(
+            return _skipped(
                 session_id,
                 decision,
-                compacted=False,
-                tokens_before=tokens_before,
-                tokens_after=tokens_before,
-                plan=plan,
-                skipped_reason="nothing to summarize: every item is pinned or recent",
+                tokens_before,
+                "nothing to summarize: every item is pinned or recent",
+                plan,
             )
         if dry_run:
             estimate = plan.pinned_tokens + plan.kept_tokens + summary_budget + extra_tokens
