@@ -78,8 +78,7 @@ _POSTGRES_DRIVERS: Final = {
     "postgresql+psycopg2",
 }
 _SUPPORTED: Final = (
-    "sqlite:///path/to/file.db (embedded default) or "
-    "postgresql+asyncpg://user:password@host:5432/dbname"
+    "sqlite:///path/to/file.db (embedded default) or postgresql+asyncpg://user@host:5432/dbname"
 )
 
 _T = TypeVar("_T")

@@ -78,9 +78,12 @@ def translate(
             else "The write may or may not have been stored: retry with the same "
             "idempotency token and it is stored at most once."
         )
+        lost = _lost_kind(error)
+        # Refused: nothing listens there (a typo in the URL, a server that is down), which
+        # "became unavailable" would misreport as a connection that was lost.
+        what = "cannot be reached" if lost == "connection refused" else "became unavailable"
         return StoreUnavailableError(
-            f"the database at {where} became unavailable ({_lost_kind(error)}). {outcome}",
-            outcome_known=known,
+            f"the database at {where} {what} ({lost}). {outcome}", outcome_known=known
         )
     text = str(driver_error(error)).strip().splitlines()[0] if str(driver_error(error)) else ""
     if any(name in text for name in _TOKEN_INDEX):

@@ -49,6 +49,9 @@ def test_a_store_error_is_one_message_and_exit_2() -> None:
     result = run("sessions", "list", "--url", "mysql://u@h/db")
     assert_refused(result, 2, "error: unsupported database URL scheme 'mysql'")
     assert result.output.count("error:") == 1 and "Usage:" not in result.output
+    # The example of a good URL is shown whole, not with a redacted placeholder in it.
+    assert "postgresql+asyncpg://user@host:5432/dbname" in result.output
+    assert "REDACTED" not in result.output
 
 
 def test_a_compaction_error_exits_1_and_keeps_the_session(uncompacted: str) -> None:
@@ -68,6 +71,7 @@ def test_compactctl_maps_errors_the_same_way(uncompacted: str) -> None:
 def test_an_unreachable_database_is_one_message_and_exit_1() -> None:
     result = run("sessions", "list", "--url", "postgresql://postgres@127.0.0.1:1/x")
     assert_refused(result, 1, "database unavailable:", "connection refused", "sessionstore doctor")
+    assert "cannot be reached" in result.output and "became unavailable" not in result.output
 
 
 READ_COMMANDS = [
