@@ -123,7 +123,10 @@ def _line(row: dict[str, Any]) -> Text:
     ts = iso_utc(row["ts"]) if isinstance(row["ts"], datetime) else str(row["ts"])
     session = row["session_id"] or "-"
     text = f"{row['id']:>6} {ts} {row['severity']:<7} {row['event']:<26} {session} {fields}"
-    message = _payload(row).get("message") if row["severity"] in _SEVERITY_STYLE else None
+    payload = _payload(row)
+    if isinstance(payload.get("reason"), str):  # why it was decided, discarded, taken over
+        text += f" reason={payload['reason']}"
+    message = payload.get("message") if row["severity"] in _SEVERITY_STYLE else None
     if message:
         text += f" message={message}"
     return shown(text.rstrip(), _SEVERITY_STYLE.get(row["severity"], ""))

@@ -108,3 +108,23 @@ def test_follow_starts_at_the_newest(seeded: str) -> None:
     )
     ids = [int(line.split()[0]) for line in followed.stdout.splitlines()]
     assert ids == everything[-2:]
+
+
+def test_the_listing_says_why(sqlite_url: str) -> None:
+    """An event's `reason` (a discarded preparation, a trigger decision) is on its line, as
+    text: a reason holding markup is printed as it is."""
+
+    async def record() -> None:
+        async with SessionStore(sqlite_url) as store:
+            await store.record_events(
+                [
+                    Event("compact.prepared_discarded", "s", fields={"reason": "prefix_changed"}),
+                    Event("compact.prepared_discarded", "s", fields={"reason": "[bold]x[/]"}),
+                ]
+            )
+
+    asyncio.run(record())
+    result = run("events", "--url", sqlite_url, "--session", "s")
+    assert result.exit_code == 0, result.output
+    assert "reason=prefix_changed" in result.output
+    assert "reason=[bold]x[/]" in result.output
