@@ -35,7 +35,7 @@ from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ._leases import Grant, Lease, read_lease, tx_drop, tx_release, tx_save_prepared, tx_take_lease
 from ._partition import Partition, Unit
-from ._persist import ProviderItem
+from ._persist import ProviderItem, marker_tokens
 from ._policy import CompactionPolicy
 from ._summarizer import Summarizer
 
@@ -232,7 +232,7 @@ class BackgroundCompactor:
             "covered_from_seq": plan.remainder[0].first_seq,
             "covered_to_seq": plan.remainder[-1].rows[-1].seq,
             "summarized_items": len(prepared["remainder"]),
-            "summary_tokens": _summary_tokens(manager.estimator, summary.text, summary.opaque),
+            "summary_tokens": marker_tokens(manager.estimator, summary.text, summary.opaque),
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             "holder": self.holder,
         }
@@ -316,7 +316,7 @@ class BackgroundCompactor:
         needed = (
             committed.pinned_tokens
             + committed.kept_tokens
-            + _summary_tokens(manager.estimator, text, opaque)
+            + marker_tokens(manager.estimator, text, opaque)
             + _SUMMARY_ROW_OVERHEAD
             + extra_tokens
         )
@@ -396,11 +396,6 @@ def _opaque_of(record: Mapping[str, Any] | None) -> ProviderItem | None:
         str(record["provider"]),
         None if model is None else str(model),
     )
-
-
-def _summary_tokens(estimator: TokenEstimator, text: str, opaque: ProviderItem | None) -> int:
-    """A marker's tokens: a provider item counts as the provider reported it."""
-    return estimator.count_text(text) if opaque is None else opaque.tokens
 
 
 def _now() -> datetime:

@@ -49,6 +49,7 @@ from ._persist import (
     ProviderItem,
     archived_record,
     encode_replaced,
+    marker_tokens,
     own_start,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
@@ -408,11 +409,7 @@ class CompactionManager:
                 )
         if rebuilt.result is None or rebuilt.write is None:
             return False
-        self.store.publish(rebuilt.result.events)
-        self._rewritten(session_id)
-        for observer in self._observers:
-            observer.compacted(session_id, rebuilt.result, self.policy.strategy)
-        await self._deliver(rebuilt.write, rebuilt.result, rebuilt.summary)
+        await self._committed(rebuilt.write, rebuilt.result, self.policy.strategy, rebuilt.summary)
         return True
 
     def _rebind(self) -> Rebind:
@@ -664,11 +661,7 @@ class CompactionManager:
         )
         if result is None:
             return None
-        self.store.publish(result.events)
-        self._rewritten(session_id)
-        for observer in self._observers:
-            observer.compacted(session_id, result, summary.strategy)
-        await self._deliver(write, result, summary.text)
+        await self._committed(write, result, summary.strategy, summary.text)
         tokens_after = result.tokens_after + extra_tokens
         self._after(session_id, tokens_after)
         return CompactionOutcome(
@@ -683,6 +676,17 @@ class CompactionManager:
             fallback=summary.fallback,
             result=result,
         )
+
+    async def _committed(
+        self, write: CompactionWrite, result: CompactionResult, strategy: str, summary: str | None
+    ) -> None:
+        """After a compaction committed: export its events, tell the observers the stored
+        context was rewritten, copy it to the sinks."""
+        self.store.publish(result.events)
+        self._rewritten(write.session_id)
+        for observer in self._observers:
+            observer.compacted(write.session_id, result, strategy)
+        await self._deliver(write, result, summary)
 
     async def _deliver(
         self, write: CompactionWrite, result: CompactionResult, summary: str | None
@@ -949,9 +953,7 @@ class CompactionManager:
     ) -> list[Event]:
         found: list[Event] = []
         if summary.text is not None:
-            summary_tokens = (
-                summary.opaque.tokens if summary.opaque else self.estimator.count_text(summary.text)
-            )
+            summary_tokens = marker_tokens(self.estimator, summary.text, summary.opaque)
             input_tokens = plan.remainder_tokens + (
                 plan.prior_summary.tokens if plan.prior_summary else 0
             )

@@ -48,6 +48,7 @@ from .._session_sql import (
     write_rows,
 )
 from .._time_travel import shares_parent_rows
+from .._tokens import TokenEstimator
 from ._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
@@ -97,6 +98,12 @@ class CompactionResult:
     items_after: int
     carried_late: int
     events: tuple[Event, ...]  # as stored: linked to the compaction and its archive
+
+
+def marker_tokens(estimator: TokenEstimator, text: str, opaque: ProviderItem | None) -> int:
+    """A summary's tokens: a provider's item counts as the provider reported it (its
+    ciphertext says nothing), our text as the estimator counts it."""
+    return estimator.count_text(text) if opaque is None else opaque.tokens
 
 
 def own_start(session_id: str, rows: Sequence[StoredRow]) -> int:
