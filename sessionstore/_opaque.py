@@ -9,17 +9,24 @@ so every human-facing view shows what it is (type, id, size) instead of what it 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ._schema import compactions
 
 __all__ = [
     "DEFAULT_PROVIDER",
     "OPAQUE_TYPES",
     "PROVIDER_RULE",
+    "Bindings",
     "describe_opaque",
     "is_opaque",
     "normalize_provider",
     "opaque_view",
+    "tx_bindings",
 ]
 
 # Item types whose content only their provider can read.
@@ -85,3 +92,19 @@ def describe_opaque(
     binding = " ".join(part for part in (provider, model) if part)
     bound = f" ({binding})" if binding else ""
     return f"[opaque {item.get('type')} item {item.get('id')}{bound}, {_size(item)} bytes]"
+
+
+# (provider, model) of opaque markers by their compaction id.
+Bindings: TypeAlias = dict[int, tuple[str | None, str | None]]
+
+
+def tx_bindings(conn: Connection, ids: Sequence[int | None]) -> Bindings:
+    """(provider, model) of the provider compactions among `ids`: what a view of an opaque
+    marker says it is bound to (one read, nothing when no id is given)."""
+    wanted = sorted({id_ for id_ in ids if id_})
+    if not wanted:
+        return {}
+    query = sa.select(compactions.c.id, compactions.c.provider, compactions.c.model).where(
+        compactions.c.id.in_(wanted), compactions.c.provider.is_not(None)
+    )
+    return {row.id: (row.provider, row.model) for row in conn.execute(query)}

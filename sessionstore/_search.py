@@ -19,11 +19,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._items import text_of
-from ._opaque import describe_opaque, is_opaque, opaque_view
+from ._opaque import describe_opaque, is_opaque, opaque_view, tx_bindings
 from ._payload_sealing import SessionKeys
 from ._redaction import Redactor
 from ._rows import StoredRow
-from ._schema import compactions, messages
+from ._schema import messages
 from ._search_index import match_pending
 from ._session_sql import ROW_COLUMNS, stored_rows
 
@@ -101,7 +101,7 @@ def tx_search(
         return []
     matched = conn.execute(_ROWS, {"keys": found})  # one read for every hit
     rows = {(row.session_id, row.seq): row for row in matched}
-    bindings = _bindings(conn, [row.compaction_id for row in rows.values()])
+    bindings = tx_bindings(conn, [row.compaction_id for row in rows.values()])
     hits = []
     for sid, seq in found:
         if (sid, seq) not in rows:
@@ -139,17 +139,6 @@ def search_hit(
         snippet=snippet,
         item=item,
     )
-
-
-def _bindings(conn: Connection, ids: list[int | None]) -> dict[int, tuple[str, str | None]]:
-    """(provider, model) of the provider compactions among `ids`: an opaque hit's binding."""
-    wanted = sorted({id_ for id_ in ids if id_})
-    if not wanted:
-        return {}
-    query = sa.select(compactions.c.id, compactions.c.provider, compactions.c.model).where(
-        compactions.c.id.in_(wanted), compactions.c.provider.is_not(None)
-    )
-    return {row.id: (row.provider, row.model) for row in conn.execute(query)}
 
 
 def _sqlite_matches(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._items import text_of
-from .._opaque import is_opaque
+from .._opaque import Bindings, is_opaque, tx_bindings
 from .._rows import StoredRow
 from .._schema import KIND_SUMMARY, compactions, sessions
 from .._store import SessionStore
@@ -25,9 +25,6 @@ from ..archive._reader import read_archives
 from ._marker import SUMMARY_LINE
 
 __all__ = ["Binding", "Bindings", "ReadableState", "bindings_of", "readable_state", "tx_binding"]
-
-# (provider, model) of opaque markers by their compaction id.
-Bindings: TypeAlias = dict[int, tuple[str | None, str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +68,11 @@ def tx_binding(conn: Connection, session_id: str) -> Binding | None:
     return Binding(compaction_id=row.id, provider=row.provider, model=row.model)
 
 
-def _tx_bindings(conn: Connection, ids: list[int]) -> Bindings:
-    query = sa.select(compactions.c.id, compactions.c.provider, compactions.c.model).where(
-        compactions.c.id.in_(ids), compactions.c.provider.is_not(None)
-    )
-    return {row.id: (row.provider, row.model) for row in conn.execute(query)}
-
-
 async def bindings_of(store: SessionStore, rows: Sequence[StoredRow]) -> Bindings:
     """(provider, model) of the opaque markers among `rows`, by their compaction id: what a
     display shows of an item it must not print."""
     ids = sorted({row.compaction_id for row in rows if row.compaction_id and is_opaque(row.item)})
-    return await store.read_snapshot(_tx_bindings, ids) if ids else {}
+    return await store.read_snapshot(tx_bindings, ids) if ids else {}
 
 
 def _tx_writer_of(conn: Connection, session_id: str, summary_seq: int) -> int | None:
