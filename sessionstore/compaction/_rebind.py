@@ -151,8 +151,7 @@ class Rebind:
             "strategy": self.policy.strategy,
             "status": "summarized",
             "fallback": None,
-            "note": f"{binding.provider} item bound to {binding.model}; next call: "
-            f"{provider} {model}",
+            "note": _why(binding, provider, model),
             "model": model,
             "summarizer": ExtractiveSummarizer.name,
             "provider": None,
@@ -182,12 +181,11 @@ class Rebind:
         tokens_before = sum(row.tokens for row in visible)
         budget = self.policy.budget(self.window)
         decision = TriggerDecision(True, REBIND_TRIGGER, tokens_before, self.window, budget)
-        note = f"{binding.provider} item bound to {binding.model}; next call: {provider} {model}"
         return [
             self.decision_event(
                 session_id,
                 decision,
-                note=note,
+                note=_why(binding, provider, model),
                 kept={"pinned": at, "recent_turns": 0, "tool_pairs": 0},
                 pruned_count=1,
             ),
@@ -243,3 +241,8 @@ class Rebind:
                 fields={"storage_adapter": "sql", "item_count": 1},
             ),
         ]
+
+
+def _why(binding: Binding, provider: str, model: str) -> str:
+    """The rebuild's note, on its compaction row and its decision event."""
+    return f"{binding.provider} item bound to {binding.model}; next call: {provider} {model}"
