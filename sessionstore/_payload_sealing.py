@@ -64,27 +64,40 @@ def _row_context(session_id: str, seq: int) -> bytes:
     return b"messages|%d:%s|%d" % (len(sid), sid, seq)
 
 
+def seal_text(cipher: AESGCM, text: str, context: bytes) -> bytes:
+    """nonce + ciphertext of `text` under a session's key, bound to `context` (where it is
+    stored: a table, the session, a row)."""
+    nonce = os.urandom(_NONCE)
+    return nonce + cipher.encrypt(nonce, text.encode("utf-8", "surrogatepass"), context)
+
+
+def open_text(cipher: AESGCM, sealed: bytes, context: bytes, label: str, altered: str) -> str:
+    """What `seal_text` sealed for `context`, or SealedDataError naming `label` (`altered`
+    says what a failed check means there): never someone else's data."""
+    if len(sealed) < _NONCE + _TAG:
+        raise SealedDataError(label, "the sealed payload is truncated")
+    try:
+        text = cipher.decrypt(sealed[:_NONCE], sealed[_NONCE:], context)
+    except InvalidTag:
+        raise SealedDataError(label, altered) from None
+    return text.decode("utf-8", "surrogatepass")
+
+
 def seal_payload(cipher: AESGCM, session_id: str, seq: int, payload: str) -> bytes:
     """nonce + ciphertext of a JSON payload, bound to its session and seq."""
-    nonce = os.urandom(_NONCE)
-    text = payload.encode("utf-8", "surrogatepass")
-    return nonce + cipher.encrypt(nonce, text, _row_context(session_id, seq))
+    return seal_text(cipher, payload, _row_context(session_id, seq))
 
 
 def open_payload(cipher: AESGCM, session_id: str, seq: int, sealed: bytes) -> str:
     """The JSON payload, or SealedDataError naming the row: never someone else's data."""
-    label = f"message {seq} of session {session_id!r}"
-    if len(sealed) < _NONCE + _TAG:
-        raise SealedDataError(label, "the sealed payload is truncated")
-    try:
-        text = cipher.decrypt(sealed[:_NONCE], sealed[_NONCE:], _row_context(session_id, seq))
-    except InvalidTag:
-        raise SealedDataError(
-            label,
-            "the payload or its binding to session/seq was altered, or it was sealed with "
-            "another session's key",
-        ) from None
-    return text.decode("utf-8", "surrogatepass")
+    return open_text(
+        cipher,
+        sealed,
+        _row_context(session_id, seq),
+        f"message {seq} of session {session_id!r}",
+        "the payload or its binding to session/seq was altered, or it was sealed with "
+        "another session's key",
+    )
 
 
 Opener = Callable[[int, Any, Any], Any]  # (seq, payload, payload_sealed) -> plain payload

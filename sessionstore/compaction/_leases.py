@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 import sqlalchemy as sa
-from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection
 
 from .._errors import SealedDataError
 from .._events import Event
-from .._payload_sealing import SessionKeys
+from .._payload_sealing import SessionKeys, open_text, seal_text
 from .._schema import compaction_leases as leases
 from .._schema import events
 from .._session_sql import SESSION_ROW, lock_session
@@ -33,7 +31,6 @@ from ._persist import CompactionResult, CompactionWrite, CountItem, tx_commit_co
 
 Outcome = Literal["granted", "held", "ready", "no_session"]
 _BY_SESSION: Final = sa.select(leases).where(leases.c.session_id == sa.bindparam("sid"))
-_NONCE: Final = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,22 +96,20 @@ def _context(session_id: str) -> bytes:
 
 
 def _seal(cipher: AESGCM, session_id: str, prepared: Mapping[str, Any]) -> dict[str, str]:
-    nonce = os.urandom(_NONCE)
-    text = json.dumps(prepared, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    sealed = nonce + cipher.encrypt(nonce, text, _context(session_id))
+    text = json.dumps(prepared, ensure_ascii=False)
+    sealed = seal_text(cipher, text, _context(session_id))
     return {"sealed": base64.b64encode(sealed).decode("ascii")}
 
 
 def _open(cipher: AESGCM, session_id: str, sealed: str) -> Mapping[str, Any]:
-    blob = base64.b64decode(sealed)
-    try:
-        text = cipher.decrypt(blob[:_NONCE], blob[_NONCE:], _context(session_id))
-    except InvalidTag:
-        raise SealedDataError(
-            f"prepared compaction of {session_id!r}",
-            "it was altered, or sealed for another session",
-        ) from None
-    opened: Mapping[str, Any] = json.loads(text.decode("utf-8", "surrogatepass"))
+    text = open_text(
+        cipher,
+        base64.b64decode(sealed),
+        _context(session_id),
+        f"prepared compaction of {session_id!r}",
+        "it was altered, or sealed for another session",
+    )
+    opened: Mapping[str, Any] = json.loads(text)
     return opened
 
 
