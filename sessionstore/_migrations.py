@@ -6,7 +6,9 @@ migrated by a newer release fails fast with a message that names the fix.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -16,7 +18,12 @@ from sqlalchemy.engine import Connection
 
 from ._append_only import maintenance
 from ._database import DEFAULT_TIMEOUT_S, Database
-from ._errors import SchemaMissingError, SchemaOutdatedError, SchemaTooNewError
+from ._errors import (
+    SchemaMissingError,
+    SchemaOutdatedError,
+    SchemaTooNewError,
+    StoreTimeoutError,
+)
 from ._loops import KeyedLocks
 from ._schema import VIEWS, metadata
 
@@ -27,6 +34,7 @@ _PACKAGE_DIR: Final = Path(__file__).resolve().parent
 _MIGRATION_LOCKS: Final = KeyedLocks("the schema migration of")
 # Any constant would do: it only has to be the same in every process migrating this database.
 _PG_MIGRATION_KEY: Final = 0x5E55_1015
+_RETRY_PAUSE_S: Final = 0.05
 
 
 def script_location() -> Path:
@@ -169,7 +177,7 @@ async def ensure_schema(
         )
     if create:
         async with _MIGRATION_LOCKS(url_hint).hold(timeout_s):
-            return await database.write(_upgrade_if_behind, head)
+            return await _upgrade_once(database, head, url_hint, timeout_s)
     if current is None:
         raise SchemaMissingError(
             f"the sessionstore tables do not exist in {url_hint}. Run "
@@ -179,6 +187,28 @@ async def ensure_schema(
         f"the database at {url_hint} is at schema revision {current!r} but this code needs "
         f"{head!r}. Run `sessionstore migrate --url '{url_hint}'` (or pass create_tables=True)."
     )
+
+
+async def _upgrade_once(
+    database: Database, head: str, url_hint: str, timeout_s: float
+) -> dict[str, str | None] | None:
+    """Migrate, waiting up to `timeout_s` for another process migrating the same file.
+
+    A SQLite busy timeout is sized for a write, not for another process's whole
+    migration (seconds on a loaded machine): a store opening a new file while another
+    migrates it would fail, though all it has to do is find the schema current.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await database.write(_upgrade_if_behind, head)
+        except StoreTimeoutError:
+            if time.monotonic() >= deadline:
+                raise StoreTimeoutError(
+                    f"waited {timeout_s:g} s for another process migrating {url_hint} to "
+                    "finish (raise timeout_s to wait longer); nothing was changed"
+                ) from None
+            await asyncio.sleep(_RETRY_PAUSE_S)  # a zero busy timeout must not spin
 
 
 def _check_tables(tables: dict[str, set[str]], url_hint: str, head: str) -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
-from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore
+from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, StoreTimeoutError
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
 from sessionstore._schema import is_search_index, metadata
@@ -90,3 +95,50 @@ async def test_store_names_a_dropped_column(sqlite_url: str) -> None:
     with pytest.raises(SchemaMissingError, match=r"events\.fallback"):
         await broken.history("s")
     await broken.close()
+
+
+def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
+    """Another process's migration, as SQLite sees it: a write lock on a new file."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        time.sleep(seconds)
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+async def test_a_new_file_migrating_elsewhere_is_waited_for_past_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "new.db"
+    holder = _hold_write_lock(path, 0.6)
+    try:
+        async with SessionStore(
+            f"sqlite:///{path}", create_tables=True, sqlite_busy_timeout_ms=100, timeout_s=10
+        ) as store:
+            await store.append("s", [{"role": "user", "content": "x"}])
+            assert [item["content"] for item in await store.load_context("s")] == ["x"]
+    finally:
+        holder.join()
+
+
+async def test_a_migration_elsewhere_that_outlasts_timeout_s_fails_clearly(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "new.db"
+    holder = _hold_write_lock(path, 1.5)
+    try:
+        store = SessionStore(
+            f"sqlite:///{path}", create_tables=True, sqlite_busy_timeout_ms=100, timeout_s=0.3
+        )
+        with pytest.raises(StoreTimeoutError, match=r"waited 0\.3 s for another process migrating"):
+            await store.append("s", [{"role": "user", "content": "x"}])
+        await store.close()
+    finally:
+        holder.join()
