@@ -29,6 +29,7 @@ from sessionstore._redaction import (
     DEFAULT_PATTERNS,
     REPLACEMENT,
     Redactor,
+    _bare_values,
     parse_patterns,
     redaction_disabled_event,
 )
@@ -701,6 +702,33 @@ def test_secrets_in_many_texts_finds_what_each_text_alone_gives(texts: list[str]
     """The candidate search over all texts joined skips only texts that hold no secret."""
     alone = set().union(*(REDACTOR.secrets_in([text]) for text in texts))
     assert REDACTOR.secrets_in(texts) == alone
+
+
+def _unfiltered_secrets(texts: list[str]) -> set[str]:
+    """Every default pattern run on every text, with no prefilter: what secrets_in must find."""
+    found: set[str] = set()
+    for text in texts:
+        for pattern, _substitute, _stems in REDACTOR._rules:
+            names = [name for name in pattern.groupindex if name.startswith("secret")]
+            for match in pattern.finditer(text):
+                parts = [match.group(n) for n in names] if names else [match.group(0)]
+                found.update(_bare_values(part) for part in parts if part)
+    return {secret for secret in found if len(secret) >= 4}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(noise, st.sampled_from(SAMPLES), st.sampled_from(FRAGMENTS + _EXOTIC)),
+            max_size=6,
+        ).map("".join),
+        max_size=8,
+    )
+)
+def test_the_literal_prefilter_of_secrets_in_never_skips_a_secret(texts: list[str]) -> None:
+    """The stems and token literals found with `find` skip only texts no pattern matches in."""
+    assert REDACTOR.secrets_in(texts) == _unfiltered_secrets(texts)
 
 
 json_values = st.recursive(
