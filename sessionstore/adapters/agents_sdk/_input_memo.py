@@ -2,11 +2,12 @@
 
 The SDK builds every model input anew: a fresh copy of the loaded history, then the run's
 items. Before each call we need the input's `input_sha256` and its hygiene scan; both
-stream, so they are kept for the items seen so far, with private copies of those items.
-When the next input starts with equal items (one comparison in C, ~0.06 ms at 2,200
-items) only the rest is encoded, hashed and scanned; anything else starts over, so a
-wrong memo can cost time but never change a digest. `==` cannot tell 1 from 1.0 or True,
-whose JSON differs: items holding numbers are also compared by their canonical JSON.
+stream, so they are kept for the items seen so far, with private copies of those items
+(their own containers around the items' strings). When the next input starts with equal
+items (one comparison in C) only the rest is encoded, hashed and scanned; anything else
+starts over, so a wrong memo can cost time but never change a digest. `==` cannot tell 1
+from 1.0 or True, whose JSON differs: items holding numbers are also compared by their
+canonical JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..._model_calls import InputDigest, canonical_json
 from ...compaction import HygieneScan, Masker, MaskScan, is_opaque
@@ -62,12 +63,62 @@ class InputMemo:
             opaque = opaque or is_opaque(item)
             text = canonical_json(item)  # raises for what JSON cannot hold, as input_sha256 does
             digest.add(text)
-            copy: dict[str, Any] = json.loads(text)
+            copy = _private_copy(item, text)
             if _holds_numbers(copy):
                 numeric[len(seen)] = text
             seen.append(copy)
         masks = self.masks.extend(items)
         return InputMemo(seen, digest, self.scan.extend(items), numeric, masks, opaque)
+
+
+_LEAVES: Final = (str, int, float, bool, type(None))
+
+
+def _private_copy(item: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """A copy of `item` whose containers are its own and whose strings are the item's.
+
+    The SDK's next input is a deep copy of the same history, which shares those strings:
+    comparing it with the memo then finds each string identical without reading it (at
+    2,200 items, 0.37 -> 0.19 ms for the prefix comparison). Anything JSON would change (a key that
+    is not a string, a value of another type) is copied from its JSON text instead, so
+    `==` with the copy still means equal JSON but for the numbers `numeric` checks.
+    """
+    copied: dict[str, Any] | None = _shared_strings(item)
+    if copied is None:
+        decoded: dict[str, Any] = json.loads(text)
+        return decoded
+    return copied
+
+
+def _shared_strings(value: Any) -> Any:
+    """`value` (a dict or list) with new dicts and lists around the same leaves; None if a
+    key is not a str or a value is not exactly one of JSON's types (a tuple, a str
+    subclass)."""
+    if isinstance(value, dict):
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return None
+            if type(item) in _LEAVES:
+                copied[key] = item
+                continue
+            inner = _shared_strings(item)
+            if inner is None:
+                return None
+            copied[key] = inner
+        return copied
+    if type(value) is list:
+        items: list[Any] = []
+        for item in value:
+            if type(item) in _LEAVES:
+                items.append(item)
+                continue
+            inner = _shared_strings(item)
+            if inner is None:
+                return None
+            items.append(inner)
+        return items
+    return None
 
 
 def _holds_numbers(value: object) -> bool:

@@ -100,3 +100,35 @@ def test_an_item_changed_in_place_after_the_call_is_not_taken_from_the_memo() ->
     memo = InputMemo().advance(items)
     items[0]["content"] = "changed"  # the memo kept its own copy
     assert memo.advance(items).digest.hexdigest() == input_sha256(items)
+
+
+def test_the_memo_shares_the_strings_of_the_items_it_copies() -> None:
+    """So the SDK's next copy of the same history compares string by identity."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "input_text", "text": "x" * 500}]}
+    ]
+    memo = InputMemo().advance(items)
+    assert memo.seen == items and memo.seen[0] is not items[0]
+    assert memo.seen[0]["content"] is not items[0]["content"]  # containers are its own
+    assert memo.seen[0]["content"][0]["text"] is items[0]["content"][0]["text"]
+
+
+def test_keys_equal_by_value_but_not_by_json_are_not_taken_from_the_memo() -> None:
+    """{1: ...} == {1.0: ...} == {True: ...}, but their JSON keys differ."""
+    first: list[dict[Any, Any]] = [{"role": "user", "content": {1: "a"}}]
+    memo = InputMemo().advance(first)
+    assert memo.digest.hexdigest() == input_sha256(first)
+    for key in (1.0, True):
+        following: list[dict[Any, Any]] = [{"role": "user", "content": {key: "a"}}]
+        assert following == first
+        assert memo.advance(following).digest.hexdigest() == input_sha256(following)
+
+
+def test_tuples_and_str_subclasses_are_copied_through_json() -> None:
+    class Name(str):
+        pass
+
+    items: list[dict[str, Any]] = [{"role": Name("user"), "content": ("a", "b")}]
+    memo = InputMemo().advance(items)
+    assert memo.seen == [{"role": "user", "content": ["a", "b"]}]
+    assert type(memo.seen[0]["role"]) is str
