@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,8 +99,10 @@ async def test_store_names_a_dropped_column(sqlite_url: str) -> None:
     await broken.close()
 
 
-def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
-    """Another process's migration, as SQLite sees it: a write lock on a new file."""
+@contextlib.contextmanager
+def _migrating_elsewhere(path: Path, seconds: float) -> Iterator[None]:
+    """Another process's migration, as SQLite sees it: a write lock on a new file, held for
+    `seconds` from a thread of its own."""
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("PRAGMA journal_mode=WAL")
     holder.execute("BEGIN IMMEDIATE")
@@ -110,35 +114,32 @@ def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
 
     thread = threading.Thread(target=release)
     thread.start()
-    return thread
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 async def test_a_new_file_migrating_elsewhere_is_waited_for_past_the_busy_timeout(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "new.db"
-    holder = _hold_write_lock(path, 0.6)
-    try:
+    with _migrating_elsewhere(path, 0.6):
         async with SessionStore(
             f"sqlite:///{path}", create_tables=True, sqlite_busy_timeout_ms=100, timeout_s=10
         ) as store:
             await store.append("s", [{"role": "user", "content": "x"}])
             assert [item["content"] for item in await store.load_context("s")] == ["x"]
-    finally:
-        holder.join()
 
 
 async def test_a_migration_elsewhere_that_outlasts_timeout_s_fails_clearly(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "new.db"
-    holder = _hold_write_lock(path, 1.5)
-    try:
+    with _migrating_elsewhere(path, 1.5):
         store = SessionStore(
             f"sqlite:///{path}", create_tables=True, sqlite_busy_timeout_ms=100, timeout_s=0.3
         )
         with pytest.raises(StoreTimeoutError, match=r"waited 0\.3 s for another process migrating"):
             await store.append("s", [{"role": "user", "content": "x"}])
         await store.close()
-    finally:
-        holder.join()
