@@ -198,6 +198,8 @@ async def _upgrade_once(
     migration (seconds on a loaded machine): a store opening a new file while another
     migrates it would fail, though all it has to do is find the schema current.
     """
+    if database.dialect != "sqlite":  # the advisory lock waits, bounded by command_timeout
+        return await database.write(_upgrade_if_behind, head)
     deadline = time.monotonic() + timeout_s
     while True:
         try:
