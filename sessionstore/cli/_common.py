@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Final, TextIO
 
@@ -44,6 +44,7 @@ from .._errors import (
 )
 from .._events import Event
 from .._store import SessionStore
+from .._utc import as_utc
 from ._text import json_text, shown
 
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored text is wrapped or cut
@@ -195,8 +196,7 @@ async def record_audit(url: str | None, config: Path | None, events: Sequence[Ev
 
 def iso_utc(moment: datetime) -> str:
     """ISO 8601 with its zone; SQLite hands back naive UTC timestamps, PostgreSQL aware ones."""
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.isoformat()
+    return as_utc(moment).isoformat()
 
 
 def _json_value(value: object) -> object:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from .._schema import events as events_table
 from .._store import SessionStore
+from .._utc import as_utc
 from ._common import ConfigOption, UrlOption, console, err_console, iso_utc, open_store
 from ._text import json_text, shown
 
@@ -110,7 +111,7 @@ async def _after(
 
 def _utc(moment: datetime) -> datetime:
     """Events are stored in UTC (SQLite keeps no offset): compare in UTC; naive means UTC."""
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return as_utc(moment).astimezone(UTC)
 
 
 def _payload(row: dict[str, Any]) -> dict[str, Any]:

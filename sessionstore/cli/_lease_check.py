@@ -16,13 +16,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._schema import compaction_leases
+from .._utc import as_utc
 
 
 def lease_rows(conn: Connection) -> list[tuple[str, str, datetime]]:
     """(session_id, holder, expires_at) of every lease row."""
     table = compaction_leases
     rows = conn.execute(sa.select(table.c.session_id, table.c.holder, table.c.expires_at))
-    return [(str(sid), str(holder), _utc(expires)) for sid, holder, expires in rows]
+    return [(str(sid), str(holder), as_utc(expires)) for sid, holder, expires in rows]
 
 
 def describe_leases(
@@ -59,7 +60,3 @@ def _dead_here(holder: str) -> bool:
     except PermissionError:  # alive, someone else's
         return False
     return False
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

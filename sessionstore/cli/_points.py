@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Final
 
 import typer
 
 from .._time_travel import HistoryPoint
+from .._utc import as_utc
 
 _FORMS: Final = (
     "a seq (120), a compaction version (v3), a turn (turn:5) or a time (2026-11-25T14:00:00Z)"
@@ -35,4 +36,4 @@ def parse_point(text: str, option: str) -> HistoryPoint:
         raise typer.BadParameter(
             f"{text!r} is not a point in history: use {_FORMS}", param_hint=option
         ) from None
-    return HistoryPoint.at_time(when if when.tzinfo else when.replace(tzinfo=UTC))
+    return HistoryPoint.at_time(as_utc(when))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from .._model_calls import USAGE_GROUPS
+from .._utc import as_utc
 from ._common import ConfigOption, UrlOption, console, emit_json, open_store
 from ._text import shown
 
@@ -59,4 +60,4 @@ def _when(text: str) -> datetime:
             f"{text!r} is not a time: use ISO 8601, e.g. 2026-11-25 or 2026-11-25T14:00:00Z",
             param_hint="--since",
         ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    return as_utc(when)

@@ -14,7 +14,7 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
 import sqlalchemy as sa
@@ -27,6 +27,7 @@ from .._payload_sealing import SessionKeys, open_text, seal_text
 from .._schema import compaction_leases as leases
 from .._schema import events
 from .._session_sql import SESSION_ROW, lock_session
+from .._utc import as_utc
 from ._persist import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
 
 Outcome = Literal["granted", "held", "ready", "no_session"]
@@ -56,21 +57,16 @@ class Lease:
     prepared_at: datetime | None
 
 
-def _utc(value: datetime) -> datetime:
-    """SQLite returns naive datetimes; every lease time is UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def _lease(row: Any, prepared: Mapping[str, Any] | None) -> Lease:
     prepared_at = row.prepared_at
     return Lease(
         session_id=row.session_id,
         holder=row.holder,
-        expires_at=_utc(row.expires_at),
+        expires_at=as_utc(row.expires_at),
         context_start_seq=int(row.context_start_seq),
         prefix_sha256=row.prefix_sha256,
         prepared=prepared,
-        prepared_at=None if prepared_at is None else _utc(prepared_at),
+        prepared_at=None if prepared_at is None else as_utc(prepared_at),
     )
 
 
