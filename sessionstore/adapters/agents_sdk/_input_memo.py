@@ -72,6 +72,7 @@ class InputMemo:
 
 
 _LEAVES: Final = (str, int, float, bool, type(None))
+_NOT_JSON: Final = object()  # a part JSON would change: the copy comes from the text
 
 
 def _private_copy(item: Mapping[str, Any], text: str) -> dict[str, Any]:
@@ -79,46 +80,31 @@ def _private_copy(item: Mapping[str, Any], text: str) -> dict[str, Any]:
 
     The SDK's next input is a deep copy of the same history, which shares those strings:
     comparing it with the memo then finds each string identical without reading it (at
-    2,200 items, 0.37 -> 0.19 ms for the prefix comparison). Anything JSON would change (a key that
-    is not a string, a value of another type) is copied from its JSON text instead, so
-    `==` with the copy still means equal JSON but for the numbers `numeric` checks.
+    2,200 items, 0.37 -> 0.19 ms for the prefix comparison). Anything JSON would change (a
+    key that is not a string, a value not exactly of JSON's types: a tuple, a str subclass)
+    is copied from its JSON text instead, so `==` with the copy still means equal JSON but
+    for the numbers `numeric` checks.
     """
-    copied: dict[str, Any] | None = _shared_strings(item)
-    if copied is None:
-        decoded: dict[str, Any] = json.loads(text)
-        return decoded
+    copied = _shared_strings(item)
+    if copied is _NOT_JSON:
+        copied = json.loads(text)
+    assert isinstance(copied, dict)
     return copied
 
 
 def _shared_strings(value: Any) -> Any:
-    """`value` (a dict or list) with new dicts and lists around the same leaves; None if a
-    key is not a str or a value is not exactly one of JSON's types (a tuple, a str
-    subclass)."""
+    """`value` with new dicts and lists around the same leaves, or _NOT_JSON."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, dict):
-        copied: dict[str, Any] = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                return None
-            if type(item) in _LEAVES:
-                copied[key] = item
-                continue
-            inner = _shared_strings(item)
-            if inner is None:
-                return None
-            copied[key] = inner
+        copied = {key: _shared_strings(item) for key, item in value.items()}
+        if any(type(key) is not str or item is _NOT_JSON for key, item in copied.items()):
+            return _NOT_JSON
         return copied
     if type(value) is list:
-        items: list[Any] = []
-        for item in value:
-            if type(item) in _LEAVES:
-                items.append(item)
-                continue
-            inner = _shared_strings(item)
-            if inner is None:
-                return None
-            items.append(inner)
-        return items
-    return None
+        items = [_shared_strings(item) for item in value]
+        return _NOT_JSON if any(item is _NOT_JSON for item in items) else items
+    return _NOT_JSON
 
 
 def _holds_numbers(value: object) -> bool:
