@@ -33,6 +33,7 @@ from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ..archive._sinks import ArchiveDelivery, ArchiveSink
+from . import _result_events as result_events
 from ._background import BackgroundCompactor
 from ._extractive import ExtractiveSummarizer
 from ._factsheet import Carried, carry_forward
@@ -953,64 +954,47 @@ class CompactionManager:
     ) -> list[Event]:
         found: list[Event] = []
         if summary.text is not None:
-            summary_tokens = marker_tokens(self.estimator, summary.text, summary.opaque)
-            input_tokens = plan.remainder_tokens + (
-                plan.prior_summary.tokens if plan.prior_summary else 0
-            )
             found.append(
-                Event(
-                    "compact.summary_created",
+                result_events.summary_created(
                     session_id,
-                    fields={
-                        "strategy": summary.strategy,
-                        "input_messages": layers.pruned_count,
-                        "summary_tokens": summary_tokens,
-                        "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
-                        "summary": summary.text,
-                    },
+                    strategy=summary.strategy,
+                    input_messages=layers.pruned_count,
+                    summary_tokens=marker_tokens(self.estimator, summary.text, summary.opaque),
+                    input_tokens=plan.remainder_tokens
+                    + (plan.prior_summary.tokens if plan.prior_summary else 0),
+                    summary=summary.text,
                 )
             )
         found.append(
-            Event(
-                "compact.pruned_messages",
+            result_events.pruned_messages(
                 session_id,
-                fields={
-                    "pruned_count": layers.pruned_count,
-                    "layers": {
-                        "pinned": layers.pinned,
-                        "summary": 1 if summary.text is not None or plan.prior_summary else 0,
-                        "recent_turns": layers.recent_turns,
-                        "tool_pairs": layers.tool_pairs,
-                        "user_messages": layers.users,
-                        "aborted_markers": layers.aborted,
-                    },
-                    "tokens_before": tokens_before,
+                pruned_count=layers.pruned_count,
+                layers={
+                    "pinned": layers.pinned,
+                    "summary": 1 if summary.text is not None or plan.prior_summary else 0,
+                    "recent_turns": layers.recent_turns,
+                    "tool_pairs": layers.tool_pairs,
+                    "user_messages": layers.users,
+                    "aborted_markers": layers.aborted,
                 },
+                tokens_before=tokens_before,
             )
         )
         found.append(
-            Event(
-                "compact.policy_applied",
+            result_events.policy_applied(
                 session_id,
-                fields={
-                    "keep_recent_turns": plan.recent_turns,
-                    "keep_tool_io_pairs": plan.tool_pairs,
-                    "recent_user_token_budget": plan.user_budget,
-                    "reductions": plan.reductions,
-                    "budget": self.policy.budget(self.config.max_context_tokens),
-                    "target": self.policy.target(self.config.max_context_tokens),
-                },
+                keep_recent_turns=plan.recent_turns,
+                keep_tool_io_pairs=plan.tool_pairs,
+                recent_user_token_budget=plan.user_budget,
+                reductions=plan.reductions,
+                budget=self.policy.budget(self.config.max_context_tokens),
+                target=self.policy.target(self.config.max_context_tokens),
             )
         )
         found.append(
-            Event(
-                "compact.archival",
+            result_events.archival(
                 session_id,
-                fields={
-                    "storage_adapter": "sql",
-                    "item_count": sum(len(unit.rows) for unit in plan.remainder)
-                    + (1 if plan.prior_summary else 0),
-                },
+                sum(len(unit.rows) for unit in plan.remainder) + (1 if plan.prior_summary else 0),
             )
         )
         return found

@@ -23,6 +23,7 @@ from .._rows import StoredRow, visible_rows
 from .._schema import KIND_SUMMARY
 from .._store import SessionStore
 from .._tokens import TokenEstimator
+from . import _result_events as result_events
 from ._extractive import ExtractiveSummarizer
 from ._marker import summary_marker
 from ._persist import CompactionResult, CompactionWrite, encode_replaced, own_start
@@ -203,43 +204,30 @@ class Rebind:
                     "fallback": "extractive",
                 },
             ),
-            Event(
-                "compact.summary_created",
+            result_events.summary_created(
                 session_id,
-                fields={
-                    "strategy": self.policy.strategy,
-                    "input_messages": len(state.items),
-                    "summary_tokens": summary_tokens,
-                    "compression_ratio": round(summary_tokens / max(input_tokens, 1), 4),
-                    "summary": text,
-                },
+                strategy=self.policy.strategy,
+                input_messages=len(state.items),
+                summary_tokens=summary_tokens,
+                input_tokens=input_tokens,
+                summary=text,
             ),
-            Event(
-                "compact.pruned_messages",
+            result_events.pruned_messages(
                 session_id,
-                fields={
-                    "pruned_count": 1,
-                    "layers": {"pinned": at, "summary": 1, "recent_turns": 0, "tool_pairs": 0},
-                    "tokens_before": tokens_before,
-                },
+                pruned_count=1,
+                layers={"pinned": at, "summary": 1, "recent_turns": 0, "tool_pairs": 0},
+                tokens_before=tokens_before,
             ),
-            Event(
-                "compact.policy_applied",
+            result_events.policy_applied(
                 session_id,
-                fields={
-                    "keep_recent_turns": self.policy.keep_recent_turns,
-                    "keep_tool_io_pairs": self.policy.keep_tool_io_pairs,
-                    "recent_user_token_budget": self.policy.recent_user_token_budget,
-                    "reductions": [],
-                    "budget": budget,
-                    "target": self.policy.target(self.window),
-                },
+                keep_recent_turns=self.policy.keep_recent_turns,
+                keep_tool_io_pairs=self.policy.keep_tool_io_pairs,
+                recent_user_token_budget=self.policy.recent_user_token_budget,
+                reductions=[],
+                budget=budget,
+                target=self.policy.target(self.window),
             ),
-            Event(
-                "compact.archival",
-                session_id,
-                fields={"storage_adapter": "sql", "item_count": 1},
-            ),
+            result_events.archival(session_id, 1),
         ]
 
 
