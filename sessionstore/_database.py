@@ -56,6 +56,7 @@ from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
 from ._rows import Batch
 from ._search_index import index_pending
+from ._writer_thread import WriterThread
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
@@ -291,11 +292,13 @@ class SQLiteDatabase:
             url = read_only_sqlite_url(url)
         self.url = url
         kwargs.setdefault("connect_args", {"check_same_thread": False})
+        # Whether a caller's thread may use the writer's connection while it idles.
+        self._lendable = kwargs["connect_args"].get("check_same_thread", True) is False
         self._writer_engine: Engine = sa.create_engine(
             url, poolclass=StaticPool, pool_reset_on_return=None, **kwargs
         )
         configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous)
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sessionstore-sqlite-writer")
+        self._writer = WriterThread("sessionstore-sqlite-writer")
         self._writer_conn: Connection | None = None
         # Appends queued at the same moment commit together (one fsync for all of them).
         self._appends: GroupCommit[list[int]] = GroupCommit(
@@ -322,7 +325,7 @@ class SQLiteDatabase:
         if self._memory:
             # One shared in-memory connection must never be used by two threads at once.
             self.engine = self._writer_engine
-            self._readers = self._writer
+            self._readers: Executor = self._writer
         else:
             self.engine = sa.create_engine(url, **kwargs)
             configure_sqlite(self.engine, busy_timeout_ms, synchronous, read_only=self.read_only)
@@ -330,6 +333,8 @@ class SQLiteDatabase:
                 _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
             )
         self._busy_timeout_s = busy_timeout_ms / 1000
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._checkpoint_pages: int | None = None  # the writer connection's WAL auto-checkpoint
         self._user_engine = user_engine
         # aiosqlite engines (ad-hoc SQL) run their futures on the loop that opened them.
         self._async_engines: PerLoop[AsyncEngine] = PerLoop(
@@ -394,7 +399,32 @@ class SQLiteDatabase:
 
     async def record_call(self, record: CallRecord) -> int | None:
         check_writable(self.read_only, self._where)
+        here = self._record_here(record)
+        if here is not None:
+            return here.result()
         return await outcome_of(self._records.submit(record))
+
+    def _record_here(self, record: CallRecord) -> Future[int | None] | None:
+        """The record run on the caller's thread, on the writer's connection, when the writer
+        thread is idle and no other process holds the write lock: the two thread hops were
+        most of a pre-flight. It never waits (busy timeout 0 while it tries; None: queue it)
+        and never checkpoints the WAL (that I/O stays on the writer thread)."""
+        if not self._lendable:
+            return None
+        with self._writer.borrowed() as free:
+            if not free or self._writer_conn is None:  # busy, or not opened by the thread yet
+                return None
+            raw = self._writer_driver_connection()
+            with self._translated(writing=True):
+                if self._checkpoint_pages is None:  # the connection's own, to restore
+                    (self._checkpoint_pages,) = raw.execute("PRAGMA wal_autocheckpoint").fetchone()
+                raw.execute("PRAGMA busy_timeout = 0")
+                raw.execute("PRAGMA wal_autocheckpoint = 0")
+            try:
+                return self._records.run_here(raw, record)
+            finally:
+                raw.execute(f"PRAGMA wal_autocheckpoint = {int(self._checkpoint_pages)}")
+                raw.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     def _index_and_wait(self, sessions: set[str] | None) -> None:
         """From the indexer's thread: index on the writer thread, wait for it."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from ._errors import StoreTimeoutError
+
 _T = TypeVar("_T")
 
 
@@ -70,37 +72,51 @@ class GroupCommit(Generic[_T]):
             self._scheduled = False
         for job in jobs:
             job.outcome.set_running_or_notify_cancel()
-        self.transactions += 1
-        raw = self._connection()
+        self._run(self._connection(), jobs, give_way=False)
+
+    def run_here(self, raw: sqlite3.Connection, *args: Any) -> Future[_T] | None:
+        """Run one job now, on the calling thread, in a transaction of its own: the caller
+        holds the connection (borrowed from the idle writer thread) and has made the write
+        lock not wait. None when another connection holds that lock: nothing was done (queue
+        the job instead)."""
+        job: _Job[_T] = _Job(args, Future())
+        job.outcome.set_running_or_notify_cancel()
+        return job.outcome if self._run(raw, [job], give_way=True) else None
+
+    def _run(self, raw: sqlite3.Connection, jobs: list[_Job[_T]], *, give_way: bool) -> bool:
+        """Run `jobs` in one transaction (at the relaxed level for a kind of job that has
+        one) and settle each; False only when `give_way` and the write lock was busy."""
         if self._relaxed is None:
-            self._transaction(raw, jobs)
-            return
+            return self._transaction(raw, jobs, give_way)
         relaxed, own = self._relaxed
         try:
             with self._translated():
                 raw.execute(f"PRAGMA synchronous = {relaxed}")
         except BaseException as error:
             _fail(jobs, error)
-            return
+            return True
         try:
-            self._transaction(raw, jobs)
+            return self._transaction(raw, jobs, give_way)
         finally:
             raw.execute(f"PRAGMA synchronous = {own}")
 
-    def _transaction(self, raw: sqlite3.Connection, jobs: list[_Job[_T]]) -> None:
-        """Run `jobs` in one transaction and settle each."""
+    def _transaction(self, raw: sqlite3.Connection, jobs: list[_Job[_T]], give_way: bool) -> bool:
+        """Run `jobs` in one transaction and settle each (see `_run`)."""
         try:
             with self._translated():
                 raw.execute("BEGIN IMMEDIATE")
         except BaseException as error:
+            if give_way and isinstance(error, StoreTimeoutError):  # another process writes
+                return False
             _fail(jobs, error)
-            return
+            return True
+        self.transactions += 1
         if len(jobs) == 1:  # alone: exactly the plain transaction
             self._run_alone(raw, jobs[0])
-            return
+            return True
         settles = self._run_together(raw, jobs)
         if settles is None:
-            return
+            return True
         try:
             with self._translated():
                 raw.execute("COMMIT")
@@ -108,9 +124,10 @@ class GroupCommit(Generic[_T]):
             with contextlib.suppress(sqlite3.Error):
                 raw.execute("ROLLBACK")
             _fail(jobs, error)
-            return
+            return True
         for settle in settles:  # only now, with the COMMIT durable, does anyone hear back
             settle()
+        return True
 
     def _run_alone(self, raw: sqlite3.Connection, job: _Job[_T]) -> None:
         try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -173,7 +175,8 @@ async def test_a_record_commits_without_waiting_for_the_disk_and_appends_still_d
         assert statements[record + 1] == "BEGIN IMMEDIATE"
         restored = statements.index("PRAGMA synchronous = FULL")
         assert statements[restored - 1] == "COMMIT" and restored > record
-        assert statements[restored + 1] == "BEGIN IMMEDIATE"  # the append, back at FULL
+        append = statements.index("BEGIN IMMEDIATE", restored)  # the append, back at FULL
+        assert "PRAGMA synchronous" not in " ".join(statements[restored + 1 : append])
         assert statements.count("PRAGMA synchronous = NORMAL") == 1
         level = await database.write(
             lambda conn: conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
@@ -211,3 +214,106 @@ async def test_the_estimate_leaves_out_what_masking_took_from_the_stored_context
     assert [call.input_tokens_est for call in calls] == [stored + 3 - masked] * 2 == [8, 8]
     with pytest.raises(ValueError, match="masked_tokens"):
         await store.record_model_call("s", [user("q")], masked_tokens=-1)
+
+
+def _recording_thread(names: list[str]) -> Decide:
+    """Record (no events), noting the thread the decision was taken on."""
+
+    def decide(stored: int) -> list[Event]:
+        names.append(threading.current_thread().name)
+        return []
+
+    return decide
+
+
+async def test_a_record_runs_on_the_callers_thread_while_the_writer_idles(
+    sqlite_url: str,
+) -> None:
+    """No thread hop: the writer thread idles, so the caller's thread borrows its connection.
+    The borrower never waits for the write lock and never checkpoints the WAL: the
+    connection's busy timeout and auto-checkpoint are set for it and restored after."""
+    async with SessionStore(sqlite_url, sqlite_busy_timeout_ms=4321) as store:
+        await store.append("s", [user("hello")])
+        database = store.database
+        assert isinstance(database, SQLiteDatabase)
+
+        async def settings() -> list[int]:
+            return await database.write(
+                lambda conn: [
+                    conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()
+                    for name in ("busy_timeout", "wal_autocheckpoint")
+                ]
+            )
+
+        own = await settings()
+        statements: list[str] = []
+        raw = await database.write(lambda conn: conn.connection.driver_connection)
+        await database.write(lambda conn: raw.set_trace_callback(statements.append))
+        names: list[str] = []
+        assert await store.record_model_call("s", [user("hello")], decide=_recording_thread(names))
+        await database.write(lambda conn: raw.set_trace_callback(None))
+        assert names == [threading.current_thread().name]
+        begin, commit = statements.index("BEGIN IMMEDIATE"), statements.index("COMMIT")
+        before, after = statements[:begin], statements[commit + 1 :]
+        assert {"PRAGMA busy_timeout = 0", "PRAGMA wal_autocheckpoint = 0"} <= set(before)
+        restored = {f"PRAGMA busy_timeout = {own[0]}", f"PRAGMA wal_autocheckpoint = {own[1]}"}
+        assert restored <= set(after) and own[0] == 4321 and own[1] > 0
+        assert await settings() == own
+
+
+async def test_a_record_queues_for_the_writer_thread_while_it_works(sqlite_url: str) -> None:
+    async with SessionStore(sqlite_url) as store:
+        await store.append("s", [user("hello")])
+        started, release = threading.Event(), threading.Event()
+
+        def hold(conn: Any) -> None:
+            started.set()
+            release.wait(10)
+
+        holding = asyncio.ensure_future(store.database.write(hold))
+        await asyncio.to_thread(started.wait, 10)
+        names: list[str] = []
+        record = asyncio.ensure_future(
+            store.record_model_call("s", [user("hello")], decide=_recording_thread(names))
+        )
+        await asyncio.sleep(0.1)
+        assert not record.done() and names == []  # queued behind the writer's job
+        release.set()
+        await holding
+        assert await record == 1
+        assert names == ["sessionstore-sqlite-writer_0"]
+
+
+async def test_a_record_never_waits_on_the_callers_thread_for_another_process(
+    sqlite_url: str,
+) -> None:
+    """Another process holds the write lock: the caller's thread gives way at once (its loop
+    keeps running), the record queues on the writer thread and commits once the lock is
+    free."""
+    async with SessionStore(sqlite_url, sqlite_busy_timeout_ms=10_000) as store:
+        await store.append("s", [user("hello")])
+        other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            ticks = 0
+
+            async def heartbeat() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            beating = asyncio.ensure_future(heartbeat())
+            names: list[str] = []
+            record = asyncio.ensure_future(
+                store.record_model_call("s", [user("hello")], decide=_recording_thread(names))
+            )
+            await asyncio.sleep(0.5)
+            assert not record.done() and ticks >= 10  # waiting, but not on the loop's thread
+            other.execute("COMMIT")
+            assert await record == 1
+            beating.cancel()
+        finally:
+            other.close()
+        assert names == ["sessionstore-sqlite-writer_0"]
+        assert [call.call for call in await store.model_calls("s")] == [1]
