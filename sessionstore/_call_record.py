@@ -102,9 +102,10 @@ _SQLITE_INSERT_CALL_SQL: Final = sqlite_sql(
 )
 
 
-def sqlite_record_call(conn: sqlite3.Connection, record: CallRecord) -> int | None:
-    """On the writer thread, in its BEGIN IMMEDIATE (the database's write lock): decide from
-    the stored total, then insert the events and the call; its id (None: nothing written)."""
+def sqlite_record_call(conn: sqlite3.Connection, record: CallRecord) -> tuple[int | None, int]:
+    """In a BEGIN IMMEDIATE on the writer's connection (the database's write lock): decide
+    from the stored total, then insert the events and the call; its id (None: nothing
+    written) and the total it was decided from."""
     cursor = conn.cursor()
     try:
         sid = record.session_id
@@ -112,13 +113,13 @@ def sqlite_record_call(conn: sqlite3.Connection, record: CallRecord) -> int | No
         stored, first, last = (0, None, None) if state is None else state
         rows = record.decide(stored)
         if rows is None:
-            return None
+            return None, stored
         if rows:
             cursor.executemany(_SQLITE_INSERT_EVENTS_SQL, _event_values(rows, _SQLITE_BINDERS))
         values = (record.unsaved_items, record.input_items, record.added_tokens + stored)
         params = (sid, sid, record.model, first, last, *values, record.digest)
         (row_id,) = cursor.execute(_SQLITE_INSERT_CALL_SQL, params).fetchone()
-        return int(row_id)
+        return int(row_id), stored
     finally:
         cursor.close()
 

@@ -52,6 +52,7 @@ from ._hot_path import (
     sqlite_append,
 )
 from ._idle_indexing import IdleIndexer
+from ._known_totals import KnownTotals
 from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
 from ._rows import Batch
@@ -244,6 +245,11 @@ class Database(Protocol):
         against, nothing written)."""
         ...
 
+    def known_total(self, session_id: str) -> int | None:
+        """The session's stored token total as this store last saw it (no I/O; another
+        process may have moved it since), or None if it keeps none."""
+        ...
+
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
         context, payloads as JSON text, in one statement; `lineage` includes the rows a
@@ -312,7 +318,7 @@ class SQLiteDatabase:
         # (WAL, synchronous=NORMAL): a crash of the process loses nothing, a power loss at
         # most the records since the last append, whose own fsync covers them too.
         level = synchronous.upper()
-        self._records: GroupCommit[int | None] = GroupCommit(
+        self._records: GroupCommit[tuple[int | None, int]] = GroupCommit(
             self._writer,
             self._writer_driver_connection,
             sqlite_record_call,
@@ -321,6 +327,7 @@ class SQLiteDatabase:
         )
         # The full-text index is brought up to date off the append path (migration 0014).
         self._indexer = IdleIndexer(self._index_and_wait)
+        self._totals = KnownTotals()  # what the pre-flight may decide from without a read
         weakref.finalize(self, self._indexer.stop)  # a store nobody closed: end its thread
         if self._memory:
             # One shared in-memory connection must never be used by two threads at once.
@@ -393,18 +400,25 @@ class SQLiteDatabase:
     async def append_batch(self, batch: Batch, keys: SessionKeys) -> list[int]:
         check_writable(self.read_only, self._where)
         try:
-            return await outcome_of(self._appends.submit(batch, keys))
+            seqs = await outcome_of(self._appends.submit(batch, keys))
         finally:  # a caller cancelled while it ran still wrote it; a failed one, nothing
             self._indexer.wrote(batch.session_id, len(batch.payloads))
+        self._totals.appended(batch.session_id, sum(batch.counts))
+        return seqs
 
     async def record_call(self, record: CallRecord) -> int | None:
         check_writable(self.read_only, self._where)
         here = self._record_here(record)
-        if here is not None:
-            return here.result()
-        return await outcome_of(self._records.submit(record))
+        row_id, total = (
+            here.result() if here is not None else await outcome_of(self._records.submit(record))
+        )
+        self._totals.saw(record.session_id, total)
+        return row_id
 
-    def _record_here(self, record: CallRecord) -> Future[int | None] | None:
+    def known_total(self, session_id: str) -> int | None:
+        return self._totals.get(session_id)
+
+    def _record_here(self, record: CallRecord) -> Future[tuple[int | None, int]] | None:
         """The record run on the caller's thread, on the writer's connection, when the writer
         thread is idle and no other process holds the write lock: the two thread hops were
         most of a pre-flight. It never waits (busy timeout 0 while it tries; None: queue it)
@@ -610,7 +624,7 @@ class PostgresDatabase:
         self._sessions: dict[str, dict[str, Any]] = {}
         # Each session's context_tokens as this store last saw them: a model call's record
         # decided from it is one round trip while nobody else changed the session.
-        self._totals: dict[str, int] = {}
+        self._totals = KnownTotals()
         self._loops: PerLoop[_PostgresLoopState] = PerLoop(
             lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings),
             _PostgresLoopState.close,
@@ -711,21 +725,21 @@ class PostgresDatabase:
                     self._sessions.clear()
                 known = {name: chained[name] for name in STATE_NAMES if name in chained}
                 self._sessions[sid] = {**state, **known, "last_seq": seqs[-1]}
-                if sid in self._totals:
-                    self._totals[sid] += sum(batch.counts)
+                self._totals.appended(sid, sum(batch.counts))
                 return seqs
         raise StoreError(
             f"session {sid!r} kept moving under {_APPEND_ATTEMPTS} attempts to append to it "
             "(other writers appended each time); nothing was written, try again"
         )
 
+    def known_total(self, session_id: str) -> int | None:
+        return self._totals.get(session_id)
+
     async def record_call(self, record: CallRecord) -> int | None:
         check_writable(self.read_only, self._where)
         sid = record.session_id
         row_id, total = await pg_record_call(self.fetch_statement, record, self._totals.get(sid))
-        if len(self._totals) >= _KNOWN_SESSIONS:
-            self._totals.clear()
-        self._totals[sid] = total
+        self._totals.saw(sid, total)
         return row_id
 
     async def _session_state(self, session_id: str) -> dict[str, Any]:

@@ -1070,6 +1070,13 @@ class SessionStore:
             return await self.database.read(tx_agent_history, session_id, named, self.session_keys)
         return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
 
+    def known_context_tokens(self, session_id: str) -> int | None:
+        """`context_tokens` as this store last saw it, without a read: None when it keeps no
+        such figure (SQLite) or has not seen the session yet. Another process may have moved
+        the total since; what is decided from it can go out before it is confirmed
+        (`record_model_call` decides again from the stored total)."""
+        return self.database.known_total(session_id)
+
     async def context_tokens(self, session_id: str) -> int:
         """Token total of the active context, from the running counter (no re-tokenizing)."""
         check_session_id(session_id)

@@ -75,6 +75,15 @@ class PreflightDecision:
             return [*masked, estimate]
         return [*masked, estimate, self.manager.decision_event(self.session_id, decision)]
 
+    def recorded(self, stored_tokens: int) -> list[Event]:
+        """The events of a call already sent on an earlier estimate of the total: what the
+        decision from the stored one says, even a triggered one (this call did not compact;
+        the next pre-flight does)."""
+        events = self(stored_tokens)
+        if events is None:
+            return self.events(stored_tokens, self.decision(stored_tokens))
+        return events
+
     def __call__(self, stored_tokens: int) -> list[Event] | None:
         """An idle call's events to store with it (none if idle decisions are not
         recorded), or None when a trigger fires: the session must compact first."""

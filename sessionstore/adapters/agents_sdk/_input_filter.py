@@ -9,6 +9,8 @@ cleaned of orphan tool calls/outputs.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
@@ -92,6 +94,18 @@ async def filter_model_input(
         decide = replace(decide, masked=masked)
         manager.masked_tokens[run.session_id] = masked.tokens_freed
     freed = masked.tokens_freed
+    known = manager.store.known_context_tokens(run.session_id)
+    if known is not None and not decide.decision(known).triggered:
+        # Idle on the total this store last saw: the call need not wait for its record (a
+        # round trip to the server); it is written meanwhile, from the stored total, and
+        # awaited before the run stores its next items.
+        recorded = asyncio.ensure_future(
+            record(sent.input, decide=decide.recorded, digest=digest, masked_tokens=freed)
+        )
+        recorded.add_done_callback(_log_failed_record)
+        run.pending_calls.append((cast("asyncio.Future[int]", recorded), model))
+        manager.prepare_if_due(decide)
+        return sent
     row_id = await record(sent.input, decide=decide, digest=digest, masked_tokens=freed)
     if row_id is None:  # a trigger fired: compact first (that records the decision)
         await manager.before_model_call(
@@ -106,8 +120,17 @@ async def filter_model_input(
         row_id = await record(sent.input, digest=digest, masked_tokens=masked.tokens_freed)
     else:  # idle: past `prepare_at`, a summary is prepared off the request path
         manager.prepare_if_due(decide)
-    run.pending_calls.append((row_id, model))
+    written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    written.set_result(row_id)
+    run.pending_calls.append((written, model))
     return sent
+
+
+def _log_failed_record(recorded: asyncio.Future[Any]) -> None:
+    """A record written while its call went out failed: say so even if the run ends before
+    storing its next items (where the error is raised)."""
+    if not recorded.cancelled() and (error := recorded.exception()) is not None:
+        print(f"[sessionstore] recording a model call failed: {error}", file=sys.stderr)
 
 
 async def _rebuilt(manager: CompactionManager, session_id: str, agent: Agent[Any]) -> bool:

@@ -179,6 +179,9 @@ class SQLSession:
         """
         batch = item_list(items)  # read once: a retry must send the same items
         agent = producing_agent()  # messages.agent: the Runner's current agent, if any
+        run = current_run(self.active_session_id, id(self.store))
+        if run is not None:  # its calls' records first: each names the context it was sent
+            await run.calls_written()
         try:
             await self._append(batch, None, agent)
         except StoreUnavailableError as error:
@@ -218,7 +221,7 @@ class SQLSession:
         entries = list(wrapper.usage.request_usage_entries)
         new = entries[run.usage_seen :]
         run.usage_seen = len(entries)
-        calls = run.pending_calls[: len(new)]
+        calls = [(written.result(), model) for written, model in run.pending_calls[: len(new)]]
         del run.pending_calls[: len(new)]
         usages = [
             CallUsage(

@@ -12,6 +12,7 @@ so the digest and hygiene of its inputs carry over from call to call and run to 
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -28,10 +29,28 @@ class RunTracking:
     memo: MemoSlot  # the session's: what earlier model inputs' digest and hygiene were
     saved: int = 0  # items add_items stored since
     compacted: bool = False  # the stored context changed under the SDK's copy
-    # Model calls recorded by the input filter, (row id, model), awaiting their usage; and how
-    # many of the run's per-request usage entries were already stored.
-    pending_calls: list[tuple[int, str | None]] = field(default_factory=list)
+    # Model calls recorded by the input filter, (row id, model), awaiting their usage (a
+    # record may still be being written while its call goes out); and how many of the run's
+    # per-request usage entries were already stored.
+    pending_calls: list[tuple[asyncio.Future[int], str | None]] = field(default_factory=list)
     usage_seen: int = 0
+
+    async def calls_written(self) -> None:
+        """Wait for the call records still being written. One that failed is raised here
+        (once: it is dropped, and its usage is stored as a call of unknown input)."""
+        failed: BaseException | None = None
+        for recorded, _ in self.pending_calls:
+            try:
+                await asyncio.shield(recorded)  # a cancelled caller leaves the write running
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            self.pending_calls[:] = [
+                (recorded, model)
+                for recorded, model in self.pending_calls
+                if recorded.exception() is None
+            ]
+            raise failed
 
     @property
     def stored_prefix(self) -> int:

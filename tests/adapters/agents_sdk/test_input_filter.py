@@ -8,23 +8,30 @@ error, so "no context-limit error" is checked by the model itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import json
+import sqlite3
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
+import pytest
 import sqlalchemy as sa
 from agents import Agent, RunConfig, Runner, function_tool
+from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.testing.model import ModelCall
 
-from sessionstore import SessionStore, SQLSession
+from sessionstore import SessionStore, SessionStoreError, SQLSession
 from sessionstore._items import text_of
 from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
 from sessionstore.compaction._manager import CompactionConfig, CompactionManager
 from sessionstore.compaction._policy import CompactionPolicy
-from tests.support.histories import turns, words
+from tests.support.histories import turns, user, words
 
 ESTIMATOR = estimator_for_model("gpt-4o")
 WINDOW = 6_000
@@ -237,3 +244,133 @@ async def test_non_overflow_errors_are_not_retried(sqlite_url: str) -> None:
         else:
             raise AssertionError("a non-overflow error must propagate")
         assert (await store.session_info("s")).compaction_count == 0  # type: ignore[union-attr]
+
+
+# --- a call need not wait for its record ---------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def session_locked(db_url: str, session_id: str) -> AsyncIterator[None]:
+    """Another process holding what a model call's record must take: SQLite's write lock, or
+    the session's row on PostgreSQL."""
+    if db_url.startswith("sqlite"):
+        other = sqlite3.connect(db_url.split("///", 1)[1], isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            yield
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        return
+    conn = await asyncpg.connect(db_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", session_id
+            )
+            yield
+    finally:
+        await conn.close()
+
+
+async def _one_call(manager: CompactionManager, session: SQLSession) -> None:
+    """A pre-flight as the SDK runs it, on the run `session.get_items` started."""
+    items: list[Any] = copy.deepcopy(await session.get_items())
+    agent: Agent[Any] = Agent(name="a", instructions="Be brief.")
+    await input_filter(manager)(
+        CallModelData(ModelInputData(input=items, instructions="Be brief."), agent, None)
+    )
+
+
+async def test_a_call_goes_out_while_its_record_is_written_and_the_turn_waits_for_it(
+    db_url: str,
+) -> None:
+    """Once the store knows the session's total, an idle pre-flight returns without waiting
+    for its record (the model call goes out meanwhile); the run's next save waits for it, so
+    the record names the context that was sent, not the items saved after."""
+    async with SessionStore(db_url, create_tables=True, sqlite_busy_timeout_ms=30_000) as store:
+        manager = CompactionManager(CompactionConfig(store=store))
+        session = SQLSession("u", store)
+        await session.add_items([{"role": "user", "content": "hello"}])
+        await _one_call(manager, session)  # the first: decided from a read, recorded at once
+        assert len(await store.model_calls("u")) == 1
+        async with session_locked(db_url, "u"):
+            await asyncio.wait_for(_one_call(manager, session), 10)  # not held up by the lock
+            assert len(await store.model_calls("u")) == 1  # its record is still waiting
+            reply: Any = {"role": "assistant", "content": "hi"}
+            saving = asyncio.ensure_future(session.add_items([reply]))
+            await asyncio.sleep(0.3)
+            assert not saving.done()  # the save waits for the record
+        await saving
+        calls = await store.model_calls("u")
+        assert [call.call for call in calls] == [1, 2]
+        assert calls[1].context_to_seq == 1  # sent before the reply was stored
+        assert [item["role"] for item in await store.load_context("u")] == ["user", "assistant"]
+
+
+async def test_a_record_written_while_its_call_went_out_fails_the_next_save_once(
+    sqlite_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The record's error is not lost: it is printed when it happens and raised by the run's
+    next save (whose items are then not stored; the retry stores them)."""
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        manager = CompactionManager(CompactionConfig(store=store))
+        session = SQLSession("u", store)
+        await session.add_items([{"role": "user", "content": "hello"}])
+        await _one_call(manager, session)
+        raw = sqlite3.connect(sqlite_url.split("///", 1)[1], isolation_level=None)
+        try:
+            raw.execute(
+                "CREATE TRIGGER refuse_calls BEFORE INSERT ON model_calls "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+            )
+            await _one_call(manager, session)  # returns: the record fails meanwhile
+            with pytest.raises(SessionStoreError, match="refused by the test"):
+                await session.add_items([{"role": "assistant", "content": "hi"}])
+            raw.execute("DROP TRIGGER refuse_calls")
+        finally:
+            raw.close()
+        await session.add_items([{"role": "assistant", "content": "hi"}])
+        assert [item["role"] for item in await store.load_context("u")] == ["user", "assistant"]
+        assert [call.call for call in await store.model_calls("u")] == [1]
+    assert "[sessionstore] recording a model call failed" in capfd.readouterr().err
+
+
+async def test_a_total_another_process_moved_is_recorded_and_the_next_call_compacts(
+    db_url: str,
+) -> None:
+    """The call decided on the total this store last saw goes out; its record, written from
+    the stored total, says what that total was (over the trigger), and the next pre-flight,
+    knowing it now, compacts before its call. A compaction is one call late, never missed."""
+    async with (
+        SessionStore(db_url, create_tables=True) as store,
+        SessionStore(db_url) as other_process,
+    ):
+        manager = manager_for(store)
+        session = SQLSession("u", store)
+        await session.add_items([{"role": "user", "content": "hello"}])
+        await _one_call(manager, session)
+        await other_process.append("u", [user(words_for(n)) for n in range(60)])
+        stored = await store.context_tokens("u")
+        assert stored > WINDOW
+        await _one_call(manager, session)  # decided on the old total: no compaction
+        await session.add_items([{"role": "assistant", "content": "ok"}])  # the record waited
+        info = await session.store.session_info("u")
+        assert info is not None and info.compaction_count == 0
+        async with store.engine.connect() as conn:
+            estimates = (
+                (
+                    await conn.execute(
+                        sa.text(
+                            "SELECT t_est FROM events WHERE session_id = 'u' "
+                            "AND event = 'compact.token_estimate' ORDER BY id"
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert len(estimates) == 2 and estimates[1] >= stored
+        await _one_call(manager, session)
+        info = await session.store.session_info("u")
+        assert info is not None and info.compaction_count == 1
