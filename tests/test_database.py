@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 
-import asyncpg
 import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore, UnsupportedURLError
 from sessionstore._database import DEFAULT_URL, URL_ENV, SQLiteDatabase, resolve_url
+from tests.support.database import write_lock_held
 
 
 @pytest.mark.parametrize(
@@ -89,33 +87,9 @@ async def test_connection_refused_is_reported_not_swallowed() -> None:
 # ------------------------------------------------------------------ cancellation
 
 
-@contextlib.asynccontextmanager
-async def _write_lock_held(store: SessionStore, session_id: str) -> AsyncIterator[None]:
-    """Block appends to `session_id` from another connection until the block exits."""
-    url = store.database.url
-    if url.get_backend_name() == "sqlite":
-        other = sqlite3.connect(url.database or "", isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            other.execute("ROLLBACK")
-            other.close()
-        return
-    conn = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(False))
-    try:
-        async with conn.transaction():
-            await conn.execute(
-                "SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", session_id
-            )
-            yield
-    finally:
-        await conn.close()
-
-
 async def _cancelled_midway(store: SessionStore, write: Awaitable[object]) -> asyncio.Task[object]:
     """Start `write` while the lock is held, cancel it twice while it waits, then let it go."""
-    async with _write_lock_held(store, "s"):
+    async with write_lock_held(store, "s"):
         task = asyncio.ensure_future(write)
         await asyncio.sleep(0.2)
         task.cancel()
@@ -183,7 +157,7 @@ async def test_a_timeout_around_a_write_waits_for_it(sqlite_url: str) -> None:
         released = asyncio.Event()
 
         async def hold_lock_briefly() -> None:
-            async with _write_lock_held(store, "s"):
+            async with write_lock_held(store, "s"):
                 released.set()
                 await asyncio.sleep(0.3)
 

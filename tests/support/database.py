@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator
 from datetime import datetime
 
+import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -68,3 +72,28 @@ async def age(store: SessionStore, session_id: str, when: datetime) -> None:
             archives.update().where(archives.c.session_id == session_id).values(created_at=when)
         )
         await conn.execute(events.update().where(events.c.session_id == session_id).values(ts=when))
+
+
+@contextlib.asynccontextmanager
+async def write_lock_held(store: SessionStore, session_id: str) -> AsyncIterator[None]:
+    """Another process holding what a write to `session_id` must take until the block exits:
+    SQLite's write lock, or the session's row on PostgreSQL."""
+    url = store.database.url
+    if url.get_backend_name() == "sqlite":
+        other = sqlite3.connect(url.database or "", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        return
+    conn = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(False))
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", session_id
+            )
+            yield
+    finally:
+        await conn.close()

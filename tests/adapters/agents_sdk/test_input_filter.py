@@ -8,16 +8,13 @@ error, so "no context-limit error" is checked by the model itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import json
 import sqlite3
 import sys
 import textwrap
-from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import pytest
 import sqlalchemy as sa
 from agents import Agent, RunConfig, Runner, function_tool
@@ -31,6 +28,7 @@ from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
 from sessionstore.compaction._manager import CompactionConfig, CompactionManager
 from sessionstore.compaction._policy import CompactionPolicy
+from tests.support.database import write_lock_held
 from tests.support.histories import turns, user, words
 
 ESTIMATOR = estimator_for_model("gpt-4o")
@@ -249,30 +247,6 @@ async def test_non_overflow_errors_are_not_retried(sqlite_url: str) -> None:
 # --- a call need not wait for its record ---------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def session_locked(db_url: str, session_id: str) -> AsyncIterator[None]:
-    """Another process holding what a model call's record must take: SQLite's write lock, or
-    the session's row on PostgreSQL."""
-    if db_url.startswith("sqlite"):
-        other = sqlite3.connect(db_url.split("///", 1)[1], isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-            yield
-            other.execute("COMMIT")
-        finally:
-            other.close()
-        return
-    conn = await asyncpg.connect(db_url.replace("postgresql+asyncpg", "postgresql"))
-    try:
-        async with conn.transaction():
-            await conn.execute(
-                "SELECT 1 FROM sessions WHERE session_id = $1 FOR UPDATE", session_id
-            )
-            yield
-    finally:
-        await conn.close()
-
-
 async def _one_call(manager: CompactionManager, session: SQLSession) -> None:
     """A pre-flight as the SDK runs it, on the run `session.get_items` started."""
     items: list[Any] = copy.deepcopy(await session.get_items())
@@ -294,7 +268,7 @@ async def test_a_call_goes_out_while_its_record_is_written_and_the_turn_waits_fo
         await session.add_items([{"role": "user", "content": "hello"}])
         await _one_call(manager, session)  # the first: decided from a read, recorded at once
         assert len(await store.model_calls("u")) == 1
-        async with session_locked(db_url, "u"):
+        async with write_lock_held(store, "u"):
             await asyncio.wait_for(_one_call(manager, session), 10)  # not held up by the lock
             assert len(await store.model_calls("u")) == 1  # its record is still waiting
             reply: Any = {"role": "assistant", "content": "hi"}
