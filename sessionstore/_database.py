@@ -483,10 +483,12 @@ class SQLiteDatabase:
 
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         check_writable(self.read_only, self._where)
+        session_id = _written_session(args)
         try:
             return await on_thread(self._writer, partial(self._write_sync, fn, args, kwargs))
         finally:  # it may have added rows to index (a summary, an append with originals)
-            if (session_id := _written_session(args)) is not None:
+            self._totals.wrote(fn, session_id)
+            if session_id is not None:
                 self._indexer.wrote(session_id, 0)
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
@@ -634,7 +636,10 @@ class PostgresDatabase:
     async def write(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         check_writable(self.read_only, self._where)
         engine = self._loops.current().engine
-        return await finish_despite_cancellation(self._run(engine, fn, args, kwargs, True))
+        try:
+            return await finish_despite_cancellation(self._run(engine, fn, args, kwargs, True))
+        finally:
+            self._totals.wrote(fn, _written_session(args))
 
     async def read(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         try:

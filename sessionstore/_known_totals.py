@@ -8,9 +8,19 @@ process moved meanwhile only delays a compaction by one call.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 _KNOWN_SESSIONS: Final = 10_000  # remembered per store (then all forgotten at once)
+_KEEPS: Final = "keeps_context_totals"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def keeps_totals(fn: _F) -> _F:
+    """Mark a write transaction that never changes a session's token total (usage, events,
+    metadata): a known total survives it. Any other write forgets what it may have moved."""
+    setattr(fn, _KEEPS, True)
+    return fn
 
 
 class KnownTotals:
@@ -28,6 +38,17 @@ class KnownTotals:
         if len(self._totals) >= _KNOWN_SESSIONS and session_id not in self._totals:
             self._totals.clear()
         self._totals[session_id] = total
+
+    def wrote(self, fn: Callable[..., Any], session_id: str | None) -> None:
+        """A write `fn` of this store ran on `session_id` (None: on sessions it does not name):
+        unless it keeps totals, what it may have moved is forgotten (a truncated append, a
+        compaction, a rewind; the next record reads the total again)."""
+        if getattr(fn, _KEEPS, False):
+            return
+        if session_id is None:
+            self._totals.clear()
+        else:
+            self._totals.pop(session_id, None)
 
     def appended(self, session_id: str, tokens: int) -> None:
         """This store appended `tokens` to a session it knows the total of."""

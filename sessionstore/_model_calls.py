@@ -18,6 +18,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ._known_totals import keeps_totals
 from ._schema import model_calls
 
 _c: Final = model_calls.c
@@ -112,6 +113,7 @@ def usage_values(usage: CallUsage, cost: float | None) -> dict[str, Any]:
     }
 
 
+@keeps_totals
 def tx_attach_usage(
     conn: Connection,
     session_id: str,

@@ -54,6 +54,7 @@ from ._items import (
     is_tool_output,
     rough_chars,
 )
+from ._known_totals import keeps_totals
 from ._loops import LoopSafeLock
 from ._migrations import ensure_schema
 from ._model_calls import (
@@ -327,6 +328,7 @@ def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
     )
 
 
+@keeps_totals
 def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]) -> bool:
     session = lock_session(conn, session_id)
     if session is None:
@@ -371,6 +373,7 @@ def _append_token(token: object) -> str:
     return token
 
 
+@keeps_totals
 def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(_INSERT_EVENTS, rows)
 

@@ -3,8 +3,9 @@ its own appends, and a bounded number of sessions."""
 
 from __future__ import annotations
 
-from sessionstore import _known_totals
-from sessionstore._known_totals import KnownTotals
+from sessionstore import CallUsage, SessionStore, _known_totals
+from sessionstore._known_totals import KnownTotals, keeps_totals
+from tests.support.histories import assistant, user
 
 
 def test_appends_move_only_a_total_a_record_read() -> None:
@@ -27,3 +28,44 @@ def test_past_the_limit_every_session_is_forgotten() -> None:
     assert totals.get(f"s{limit - 1}") == limit - 1
     totals.saw("new", 1)
     assert totals.get("s0") is None and totals.get("new") == 1
+
+
+def test_a_write_that_may_move_a_total_forgets_it() -> None:
+    totals = KnownTotals()
+    for session in ("a", "b"):
+        totals.saw(session, 100)
+
+    @keeps_totals
+    def usage() -> None: ...
+
+    def truncated_append() -> None: ...
+
+    totals.wrote(usage, "a")
+    totals.wrote(usage, None)
+    assert (totals.get("a"), totals.get("b")) == (100, 100)  # usage never moves a total
+    totals.wrote(truncated_append, "a")
+    assert (totals.get("a"), totals.get("b")) == (None, 100)
+    totals.wrote(truncated_append, None)  # names no session: every total may have moved
+    assert totals.get("b") is None
+
+
+async def test_the_store_forgets_a_total_its_other_writes_moved(db_url: str) -> None:
+    """What the pre-flight decides from without a read: a record's total moved by the hot
+    path's appends, kept by usage, forgotten by an append that took the general path (here:
+    with an original archived beside a truncated item) or a compaction-like rewrite."""
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s", [user("hello")])
+        assert store.known_context_tokens("s") is None
+        call = await store.record_model_call("s", [user("hello")])
+        total = await store.context_tokens("s")
+        assert call is not None and store.known_context_tokens("s") == total
+        await store.append("s", [assistant("hi")])
+        assert store.known_context_tokens("s") == await store.context_tokens("s")
+        await store.record_usage("s", [CallUsage(100, 0, 10, 0)], calls=[(call, "m")])
+        assert store.known_context_tokens("s") == await store.context_tokens("s")
+        await store.append("s", [user("short")], originals={0: user("the long original")})
+        assert store.known_context_tokens("s") is None
+        await store.record_model_call("s", [user("hello")])
+        assert store.known_context_tokens("s") == await store.context_tokens("s")
+        await store.clear("s")
+        assert store.known_context_tokens("s") is None
