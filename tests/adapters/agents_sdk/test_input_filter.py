@@ -30,6 +30,7 @@ from sessionstore.compaction._manager import CompactionConfig, CompactionManager
 from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.database import write_lock_held
 from tests.support.histories import turns, user, words
+from tests.support.stored_events import events_of
 
 ESTIMATOR = estimator_for_model("gpt-4o")
 WINDOW = 6_000
@@ -331,19 +332,9 @@ async def test_a_total_another_process_moved_is_recorded_and_the_next_call_compa
         await session.add_items([{"role": "assistant", "content": "ok"}])  # the record waited
         info = await session.store.session_info("u")
         assert info is not None and info.compaction_count == 0
-        async with store.engine.connect() as conn:
-            estimates = (
-                (
-                    await conn.execute(
-                        sa.text(
-                            "SELECT t_est FROM events WHERE session_id = 'u' "
-                            "AND event = 'compact.token_estimate' ORDER BY id"
-                        )
-                    )
-                )
-                .scalars()
-                .all()
-            )
+        estimates = [
+            event["t_est"] for event in await events_of(store, "u", "compact.token_estimate")
+        ]
         assert len(estimates) == 2 and estimates[1] >= stored
         await _one_call(manager, session)
         info = await session.store.session_info("u")
