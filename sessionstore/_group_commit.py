@@ -32,7 +32,8 @@ class _Job(Generic[_T]):
 
 
 class GroupCommit(Generic[_T]):
-    """Runs `fn(connection, *args)` jobs on one writer thread, batched into transactions."""
+    """Runs `fn(connection, *args)` jobs on one writer thread, batched into transactions
+    (or one job on a caller's thread that borrowed the idle writer's connection: `run_here`)."""
 
     def __init__(
         self,

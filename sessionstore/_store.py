@@ -1074,10 +1074,11 @@ class SessionStore:
         return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
 
     def known_context_tokens(self, session_id: str) -> int | None:
-        """`context_tokens` as this store last saw it, without a read: None when it keeps no
-        such figure (SQLite) or has not seen the session yet. Another process may have moved
-        the total since; what is decided from it can go out before it is confirmed
-        (`record_model_call` decides again from the stored total)."""
+        """`context_tokens` as this store last saw it, without a read: None until a model
+        call's record of the session read it, and again after any write of this store that
+        may have moved it other than a plain append. Another process may have moved the total
+        since; what is decided from it can go out before it is confirmed (`record_model_call`
+        decides again from the stored total)."""
         return self.database.known_total(session_id)
 
     async def context_tokens(self, session_id: str) -> int:
