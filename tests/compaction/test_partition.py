@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore._errors import CompactionError, CompactionErrorReason
-from sessionstore._items import call_names_in, calls_in, describe
+from sessionstore._items import call_names_in, calls_in, describe, text_of
 from sessionstore._rows import StoredRow
 from sessionstore._tokens import estimator_for_model
-from sessionstore.compaction._partition import build_units, fit, partition
+from sessionstore.compaction._partition import TURN_ABORTED, build_units, fit, partition
 from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.histories import assistant, call, output, turns, user
 
@@ -21,8 +22,14 @@ ESTIMATOR = estimator_for_model("gpt-4o")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def rows_of(items: list[dict[str, Any]], *, kinds: dict[int, str] | None = None) -> list[StoredRow]:
-    """StoredRows for items, as the store would hold them."""
+def rows_of(
+    items: list[dict[str, Any]],
+    *,
+    kinds: dict[int, str] | None = None,
+    payloads: list[str | None] | None = None,
+) -> list[StoredRow]:
+    """StoredRows for items, as the store would hold them (with the JSON texts they were
+    read from, when given)."""
     names = call_names_in(items)
     rows = []
     for seq, item in enumerate(items, 1):
@@ -43,6 +50,7 @@ def rows_of(items: list[dict[str, Any]], *, kinds: dict[int, str] | None = None)
                 archive_id=None,
                 item=item,
                 created_at=NOW,
+                payload=None if payloads is None else payloads[seq - 1],
             )
         )
     return rows
@@ -199,6 +207,78 @@ def test_protected_only_overflow_says_to_reduce_protected_memory() -> None:
     with pytest.raises(CompactionError, match="Reduce protected memory") as caught:
         fit(units, CompactionPolicy(), target=100, ceiling=100, fixed_tokens=0, estimator=ESTIMATOR)
     assert caught.value.reason is CompactionErrorReason.INSUFFICIENT_BUDGET
+
+
+# Texts that hold the marker, hold it escaped or split, or only look like it.
+_marker_texts = st.sampled_from(
+    [
+        "<turn-aborted>",
+        "user said <turn-aborted> then left",
+        "<turn-aborted",
+        "turn-aborted>",
+        "<turn- aborted>",
+        "\u00e9t\u00e9 <turn-aborted> \u2028",
+        'quote " and \\ then <turn-aborted>',
+        "plain text",
+        "",
+    ]
+)
+_marked_item = st.one_of(
+    st.builds(lambda text: {"role": "user", "content": text}, _marker_texts),
+    st.builds(
+        lambda a, b: {
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": a}, {"type": "refusal", "refusal": b}],
+        },
+        _marker_texts,
+        _marker_texts,
+    ),
+    st.builds(
+        lambda name, args: {
+            "type": "function_call",
+            "call_id": "c",
+            "name": name,
+            "arguments": args,
+        },
+        _marker_texts,
+        _marker_texts,
+    ),
+    st.builds(
+        lambda out: {"type": "function_call_output", "call_id": "z", "output": out}, _marker_texts
+    ),
+    st.builds(lambda text: {"type": "reasoning", "summary": [{"text": text}]}, _marker_texts),
+)
+
+
+# How other encoders may have stored the same item: escaping non-ASCII, HTML-safe (< > &
+# as \\u escapes, as Go does), or even a character of the marker (valid JSON here: the items
+# hold no negative numbers).
+_ENCODERS = (
+    lambda item: json.dumps(item, ensure_ascii=False),
+    json.dumps,
+    lambda item: json.dumps(item).replace("<", "\\u003c").replace(">", "\\u003e"),
+    lambda item: json.dumps(item).replace("-", "\\u002d"),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    items=st.lists(_marked_item, min_size=1, max_size=6),
+    encoder=st.sampled_from(_ENCODERS),
+    read_without_text=st.booleans(),
+)
+def test_aborted_units_are_found_from_the_stored_json_as_from_the_text(
+    items: list[dict[str, Any]], encoder: Any, read_without_text: bool
+) -> None:
+    """A unit is aborted exactly when an item's text holds the marker, whether the rows carry
+    their JSON text (however it was escaped) or not."""
+    payloads: list[str | None] | None = None
+    if not read_without_text:
+        payloads = [encoder(item) for item in items]
+        assert [json.loads(text) for text in payloads] == items
+    units = build_units(rows_of(items, payloads=payloads), CompactionPolicy())
+    for unit in units:
+        assert unit.aborted == any(TURN_ABORTED in text_of(item) for item in unit.items)
 
 
 _event = st.sampled_from(["user", "assistant", "tool", "protected", "developer"])
