@@ -272,10 +272,9 @@ def test_aborted_units_are_found_from_the_stored_json_as_from_the_text(
 ) -> None:
     """A unit is aborted exactly when an item's text holds the marker, whether the rows carry
     their JSON text (however it was escaped) or not."""
-    payloads: list[str | None] | None = None
-    if not read_without_text:
-        payloads = [encoder(item) for item in items]
-        assert [json.loads(text) for text in payloads] == items
+    texts: list[str] = [encoder(item) for item in items]
+    assert [json.loads(text) for text in texts] == items  # the same items, however escaped
+    payloads: list[str | None] | None = None if read_without_text else list(texts)
     units = build_units(rows_of(items, payloads=payloads), CompactionPolicy())
     for unit in units:
         assert unit.aborted == any(TURN_ABORTED in text_of(item) for item in unit.items)
