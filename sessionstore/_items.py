@@ -45,7 +45,7 @@ def encode_payload(item: object, index: int, max_bytes: int | None = None) -> st
     before it is encoded (its text alone, counted while it is checked, is too much)
     or right after (its exact UTF-8 JSON size).
     """
-    if not isinstance(item, Mapping):
+    if type(item) is not dict and not isinstance(item, Mapping):  # dict: no ABC check
         raise _not_an_item(item, index)
     label = f"item #{index}"
     chars = check_json_object(item, label)
@@ -92,7 +92,7 @@ def rough_chars(items: Sequence[object]) -> int:
 def check_item_size(item: object, index: int, max_bytes: int) -> None:
     """Refuse a non-item, or an item whose text alone exceeds `max_bytes`, before any other
     work on it."""
-    if not isinstance(item, Mapping):
+    if type(item) is not dict and not isinstance(item, Mapping):  # dict: no ABC check
         raise _not_an_item(item, index)
     label = f"item #{index}"
     chars = check_json_object(item, label)
@@ -212,8 +212,8 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
         call_id = _as_str(item.get("tool_call_id"))
     if tool_name is None and call_id is not None:
         tool_name = call_names.get(call_id)
-    meta = item.get("meta")
-    protected = isinstance(meta, Mapping) and meta.get("protected") is True
+    meta = item.get("meta")  # usually absent: no Mapping (ABC) check for None
+    protected = meta is not None and isinstance(meta, Mapping) and meta.get("protected") is True
     return ItemInfo(role, item_type, tool_name, call_id, protected)
 
 
@@ -245,6 +245,15 @@ def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
     PostgreSQL would refuse mid-transaction is refused before anything is written, and
     SQLite refuses it the same way.
     """
+    role, item_type = info.role, info.item_type
+    if (  # the usual item: every value absent or short ASCII without a NUL, checked at once
+        (role is None or (len(role) <= 32 and role.isascii() and "\x00" not in role))
+        and (item_type is None or (len(item_type) <= 64 and item_type.isascii()))
+        and (item_type is None or "\x00" not in item_type)
+        and _plain_ascii(info.tool_name)
+        and _plain_ascii(info.call_id)
+    ):
+        return info
     for column, source in _TYPED_SOURCES.items():
         value = getattr(info, column)
         if value is None:
@@ -268,6 +277,11 @@ def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
                 "Nothing was stored."
             )
     return info
+
+
+def _plain_ascii(value: str | None) -> bool:
+    """Absent, or ASCII without a NUL: nothing `check_typed_columns` could refuse but width."""
+    return value is None or (value.isascii() and "\x00" not in value)
 
 
 def call_names_in(items: Sequence[Mapping[str, Any]]) -> dict[str, str]:

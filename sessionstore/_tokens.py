@@ -205,10 +205,13 @@ class _ItemCounter(ABC):
         total += self._count_content(item.get("content"))
         if item.get("refusal") is not None:  # Chat Completions assistant refusal
             total += self._count_fields(item, "refusal")
-        for call in _as_list(item.get("tool_calls")):  # Chat Completions assistant tool calls
-            total += self._count_chat_tool_call(call)
-        if isinstance(item.get("function_call"), Mapping):  # legacy Chat Completions field
-            total += self._count_fields(item["function_call"], "name", "arguments")
+        tool_calls = item.get("tool_calls")  # Chat Completions assistant tool calls
+        if isinstance(tool_calls, list | tuple):
+            for call in tool_calls:
+                total += self._count_chat_tool_call(call)
+        function_call = item.get("function_call")  # legacy Chat Completions field
+        if function_call is not None and isinstance(function_call, Mapping):
+            total += self._count_fields(function_call, "name", "arguments")
         return total
 
     def _count_chat_tool_call(self, call: Any) -> int:

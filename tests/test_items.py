@@ -6,15 +6,17 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore._errors import InvalidItemError
 from sessionstore._items import (
     MAX_NESTING,
+    ItemInfo,
     answered_call,
     call_names_in,
     calls_in,
+    check_typed_columns,
     describe,
     encode_payload,
     is_tool_output,
@@ -127,6 +129,47 @@ _json = st.recursive(
 def test_describe_never_raises_and_payload_round_trips(item: dict[str, Any]) -> None:
     describe(item, call_names_in([item]))
     assert json.loads(encode_payload(item, 0)) == item
+
+
+# Typed values around every limit: NUL, a lone surrogate, non-ASCII, 32 and 64 characters.
+_typed = (
+    st.none()
+    | st.sampled_from(
+        ["user", "a" * 32, "a" * 33, "a" * 64, "a" * 65, "us\x00er", "café", "\ud800"]
+    )
+    | st.text(alphabet=st.sampled_from(["a", "é", "\x00", "\ud800", "_"]), max_size=70)
+)
+
+
+def _storable(value: str | None, width: int | None) -> bool:
+    if value is None:
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in value and (width is None or len(value) <= width)
+
+
+@settings(max_examples=400)
+@given(role=_typed, item_type=_typed, tool_name=_typed, call_id=_typed)
+def test_typed_columns_are_refused_exactly_when_a_backend_could_not_store_them(
+    role: str | None, item_type: str | None, tool_name: str | None, call_id: str | None
+) -> None:
+    """No NUL, valid UTF-8, role within 32 and type within 64 characters: anything else is
+    refused with the field named, whichever check sees it (the fast one or the full one)."""
+    info = ItemInfo(role, item_type, tool_name, call_id, False)
+    storable = (
+        _storable(role, 32)
+        and _storable(item_type, 64)
+        and _storable(tool_name, None)
+        and _storable(call_id, None)
+    )
+    if storable:
+        assert check_typed_columns(info, 3) is info
+    else:
+        with pytest.raises(InvalidItemError, match=r"item #3 field (role|type|name|call_id) "):
+            check_typed_columns(info, 3)
 
 
 def test_shapes_of_both_formats() -> None:
