@@ -27,9 +27,15 @@ class ItemInfo:
     protected: bool
 
 
-# Built once: json.dumps with non-default options builds a new encoder on every call.
-_COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_COMPACT_ASCII_JSON: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+# Built once: json.dumps with non-default options builds a new encoder on every call. No
+# circular-reference bookkeeping: `check_json_object` has refused every item nested deeper than
+# MAX_NESTING (a cycle is infinitely deep) before one is encoded.
+_COMPACT_JSON: Final = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+)
+_COMPACT_ASCII_JSON: Final = json.JSONEncoder(
+    separators=(",", ":"), allow_nan=False, check_circular=False
+)
 
 
 # Deeper than this is not a conversation item; it would also exhaust the C encoder's stack.

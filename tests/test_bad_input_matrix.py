@@ -39,12 +39,20 @@ class _Opaque:
     """A value JSON cannot hold."""
 
 
+def _cyclic() -> dict[str, Any]:
+    """An item that holds itself: infinitely deep (the encoder keeps no cycle check)."""
+    item: dict[str, Any] = {"role": "user", "content": []}
+    item["content"].append(item)
+    return item
+
+
 # (case, the batch, what is raised, what its text must say)
 ITEM_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("one item, not a list", lambda: {"role": "user"}, TypeError, "wrap a single item in a list"),
     ("a string", lambda: "hello", TypeError, "items must be a list of items, got a str"),
     ("not a mapping", lambda: [[1, 2]], InvalidItemError, "not a mapping"),
     ("nested 2,000 deep", lambda: [_deep(2000)], InvalidItemError, "nested more than 256"),
+    ("holding itself", lambda: [_cyclic()], InvalidItemError, "nested more than 256"),
     (
         "an int dict key",
         lambda: [{"role": "user", "meta": {7: "x"}}],
