@@ -155,7 +155,7 @@ def _mentions_abort(row: StoredRow) -> bool:
     """Whether the row's text holds the turn-aborted marker. The marker can only come from
     one string of the item, so a stored JSON text without its letters (unescaped, or any
     \\u escape) cannot hold it: one search in C instead of the item's text joined in Python
-    (that was half of grouping 10,000 rows). A row read without its JSON text is looked at."""
+    (68 -> 59 ms of grouping 10,000 rows). A row read without its JSON text is looked at."""
     payload = row.payload
     if payload is not None and "turn-aborted" not in payload and "\\u" not in payload:
         return False
