@@ -4,6 +4,8 @@
     python bench/bench_scale.py --quick          # 100,000-row tables, fewer turns: 1-2 min
     python bench/bench_scale.py --rows 300000 --backends sqlite
 
+0. The machine: a Python loop and an fsync, timed first (ours is bound by the one and
+   SQLiteSession by the other: the SQLite ratios move with this line from day to day).
 1. Concurrent sessions: 1, 16 and 64 agents each append turns (4 items) to their own
    session on ONE database, as fast as they can; turns per second, the median of three
    interleaved rounds (warm stores: the first open and its migration are excluded).
@@ -31,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
+import timeit
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,6 +258,27 @@ async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
 # --- the run ---------------------------------------------------------------------------------
 
 
+def machine_line(folder: Path) -> str:
+    """What this machine does in the two units every figure here is made of, so runs of
+    different days can be read together: Python CPU (ours is bound by it) and an fsync
+    (`SQLiteSession` is bound by it). Two runs whose lines differ compare two machines."""
+    loop_ms = min(timeit.repeat("sum(range(1_000_000))", number=1, repeat=5)) * 1000
+    path = folder / "fsync-probe"
+    samples = []
+    with open(path, "wb") as probe:
+        for _ in range(50):
+            probe.write(b"x" * 4096)
+            started = time.perf_counter()
+            probe.flush()
+            os.fsync(probe.fileno())
+            samples.append(time.perf_counter() - started)
+    path.unlink()
+    return (
+        f"machine: sum(range(10**6)) {loop_ms:.1f} ms (best of 5); a 4 KiB write + fsync "
+        f"{statistics.median(samples) * 1000:.2f} ms (median of 50)"
+    )
+
+
 @dataclass
 class Settings:
     turns: int
@@ -310,6 +335,8 @@ async def main() -> None:
         parser.error(f"--rows must be at least {2 * PROBES * len(BATCH):,}")
     started = time.perf_counter()
     print("sessionstore scale benchmark (ratios: ours/theirs; see each section for direction)")
+    with tempfile.TemporaryDirectory() as folder:
+        print(machine_line(Path(folder)), flush=True)
     backends = set(args.backends.split(","))
     if "sqlite" in backends:
         with tempfile.TemporaryDirectory() as folder:
