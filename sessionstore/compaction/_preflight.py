@@ -79,10 +79,10 @@ class PreflightDecision:
         """The events of a call already sent on an earlier estimate of the total: what the
         decision from the stored one says, even a triggered one (this call did not compact;
         the next pre-flight does)."""
-        events = self(stored_tokens)
-        if events is None:
-            return self.events(stored_tokens, self.decision(stored_tokens))
-        return events
+        decision = self.decision(stored_tokens)
+        if decision.triggered:
+            return self.events(stored_tokens, decision)
+        return self._idle_events(stored_tokens, decision)
 
     def __call__(self, stored_tokens: int) -> list[Event] | None:
         """An idle call's events to store with it (none if idle decisions are not
@@ -90,6 +90,10 @@ class PreflightDecision:
         decision = self.decision(stored_tokens)
         if decision.triggered:
             return None
+        return self._idle_events(stored_tokens, decision)
+
+    def _idle_events(self, stored_tokens: int, decision: TriggerDecision) -> list[Event]:
+        """The events an idle decision stores with its call."""
         if self.record_idle:
             return self.events(stored_tokens, decision)
         return [self.masked.event(self.session_id)] if self.masked.new_seqs else []
