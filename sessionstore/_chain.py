@@ -158,8 +158,7 @@ def _encoded(fields: Sequence[Any]) -> str:
         elif isinstance(value, int):
             parts.append(f"i{value};")
         else:
-            text = str(value)
-            parts.append(f"s{len(text)}:{text}")
+            parts.append(_text(str(value)))
     return "".join(parts)
 
 

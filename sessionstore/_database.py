@@ -52,7 +52,7 @@ from ._hot_path import (
     sqlite_append,
 )
 from ._idle_indexing import IdleIndexer
-from ._known_totals import KnownTotals
+from ._known_totals import KNOWN_SESSIONS, KnownTotals
 from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
 from ._rows import Batch
@@ -61,7 +61,6 @@ from ._writer_thread import WriterThread
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
-_KNOWN_SESSIONS: Final = 10_000  # session states remembered per store (then forgotten)
 URL_ENV: Final = "SESSIONSTORE_URL"
 # Execution option naming how a SQLite transaction begins: "IMMEDIATE" takes the
 # write lock up front (no read->write upgrade deadlocks), "DEFERRED" is a plain
@@ -726,7 +725,7 @@ class PostgresDatabase:
             rows = await self.fetch_statement(PG_APPEND_SQL, *args, writing=True)
             if rows:
                 seqs = sorted(row[0] for row in rows)
-                if len(self._sessions) >= _KNOWN_SESSIONS:
+                if len(self._sessions) >= KNOWN_SESSIONS:
                     self._sessions.clear()
                 known = {name: chained[name] for name in STATE_NAMES if name in chained}
                 self._sessions[sid] = {**state, **known, "last_seq": seqs[-1]}

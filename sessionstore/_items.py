@@ -224,7 +224,9 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
 
 
 # Typed columns PostgreSQL bounds (SQLite would take anything): refused on both, alike.
-_TYPED_WIDTHS: Final = {"role": 32, "item_type": 64}
+_ROLE_WIDTH: Final = 32
+_ITEM_TYPE_WIDTH: Final = 64
+_TYPED_WIDTHS: Final = {"role": _ROLE_WIDTH, "item_type": _ITEM_TYPE_WIDTH}
 _TYPED_SOURCES: Final = {
     "role": "role",
     "item_type": "type",
@@ -253,9 +255,15 @@ def check_typed_columns(info: ItemInfo, index: int) -> ItemInfo:
     """
     role, item_type = info.role, info.item_type
     if (  # the usual item: every value absent or short ASCII without a NUL, checked at once
-        (role is None or (len(role) <= 32 and role.isascii() and "\x00" not in role))
-        and (item_type is None or (len(item_type) <= 64 and item_type.isascii()))
-        and (item_type is None or "\x00" not in item_type)
+        (role is None or (len(role) <= _ROLE_WIDTH and role.isascii() and "\x00" not in role))
+        and (
+            item_type is None
+            or (
+                len(item_type) <= _ITEM_TYPE_WIDTH
+                and item_type.isascii()
+                and "\x00" not in item_type
+            )
+        )
         and _plain_ascii(info.tool_name)
         and _plain_ascii(info.call_id)
     ):

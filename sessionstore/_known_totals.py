@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-_KNOWN_SESSIONS: Final = 10_000  # remembered per store (then all forgotten at once)
+KNOWN_SESSIONS: Final = 10_000  # sessions a store remembers anything of (then forgets all)
 _KEEPS: Final = "keeps_context_totals"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -35,7 +35,7 @@ class KnownTotals:
 
     def saw(self, session_id: str, total: int) -> None:
         """A record read `total` (bounded: past the limit every session is forgotten)."""
-        if len(self._totals) >= _KNOWN_SESSIONS and session_id not in self._totals:
+        if len(self._totals) >= KNOWN_SESSIONS and session_id not in self._totals:
             self._totals.clear()
         self._totals[session_id] = total
 

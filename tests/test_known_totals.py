@@ -21,7 +21,7 @@ def test_appends_move_only_a_total_a_record_read() -> None:
 
 def test_past_the_limit_every_session_is_forgotten() -> None:
     totals = KnownTotals()
-    limit = _known_totals._KNOWN_SESSIONS
+    limit = _known_totals.KNOWN_SESSIONS
     for n in range(limit):
         totals.saw(f"s{n}", n)
     totals.saw("s0", 5)  # a known session: nothing forgotten

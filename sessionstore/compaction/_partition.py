@@ -23,6 +23,7 @@ from ._policy import CompactionPolicy
 from ._truncate import TruncationPolicy, truncate_text
 
 TURN_ABORTED = "<turn-aborted>"
+_ABORT_LETTERS = TURN_ABORTED[1:-1]  # what any JSON encoding of the marker still holds
 _MIN_SUMMARY = 64  # smallest summary allowance worth asking a summarizer for
 _SUMMARY_FLOOR = 256  # below this, shed recent layers before squeezing the summary further
 _SUMMARY_ROW_OVERHEAD = 16  # the <COMPACT-SUMMARY vN> marker and message framing around the text
@@ -157,7 +158,7 @@ def _mentions_abort(row: StoredRow) -> bool:
     \\u escape) cannot hold it: one search in C instead of the item's text joined in Python
     (68 -> 59 ms of grouping 10,000 rows). A row read without its JSON text is looked at."""
     payload = row.payload
-    if payload is not None and "turn-aborted" not in payload and "\\u" not in payload:
+    if payload is not None and _ABORT_LETTERS not in payload and "\\u" not in payload:
         return False
     return TURN_ABORTED in text_of(_item(row))
 

@@ -251,7 +251,7 @@ _marked_item = st.one_of(
 
 
 # How other encoders may have stored the same item: escaping non-ASCII, HTML-safe (< > &
-# as \\u escapes, as Go does), or even a character of the marker (valid JSON here: the items
+# as \u escapes, as Go does), or even a character of the marker (valid JSON here: the items
 # hold no negative numbers).
 _ENCODERS = (
     lambda item: json.dumps(item, ensure_ascii=False),
