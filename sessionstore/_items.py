@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ._errors import InvalidItemError
 from ._opaque import OPAQUE_TYPES, describe_opaque
+from ._record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ItemInfo:
     """The typed columns extracted from one item."""
 

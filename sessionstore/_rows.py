@@ -16,6 +16,7 @@ from typing import Any, Final, TypeVar
 
 from ._errors import CorruptRowError
 from ._items import ItemInfo
+from ._record import record
 from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
 
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
@@ -37,7 +38,7 @@ ITEM_COLUMNS: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoredRow:
     """One row of `messages`, with its payload decoded."""
 
