@@ -130,7 +130,7 @@ class Layers:
             users=len(plan.users) + (1 if plan.truncated_user else 0),
             aborted=len(plan.aborted),
             summarized=len(plan.remainder),
-            pruned_count=sum(len(unit.rows) for unit in plan.remainder),
+            pruned_count=sum(unit.size for unit in plan.remainder),
         )
 
 
@@ -994,7 +994,7 @@ class CompactionManager:
         found.append(
             result_events.archival(
                 session_id,
-                sum(len(unit.rows) for unit in plan.remainder) + (1 if plan.prior_summary else 0),
+                sum(unit.size for unit in plan.remainder) + (1 if plan.prior_summary else 0),
             )
         )
         return found

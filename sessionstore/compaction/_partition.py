@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, Literal
 
 from .._errors import CompactionError, CompactionErrorReason
 from .._items import answered_call, calls_in, role_of, text_of
+from .._record import record
 from .._rows import StoredRow
 from .._schema import KIND_SUMMARY
 from .._tokens import TokenEstimator
@@ -31,17 +33,19 @@ _MIN_TRUNCATED_USER_TOKENS = 32
 UnitKind = Literal["message", "tools", "summary", "other"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unit:
     """Rows that are kept or summarized together.
 
     The first row is held apart from the rest, so a unit of one row (every message) needs no
     tuple: a compaction makes thousands of units, and every object living through it counts
-    towards the process's next full garbage collection.
+    towards the process's next full garbage collection. Its tokens are added up once: the
+    layers are re-summed on every step of `fit`.
     """
 
     first: StoredRow
     kind: UnitKind
+    tokens: int  # of every row in the unit (counted at append time)
     more: tuple[StoredRow, ...] = ()  # the rows after the first
     role: str | None = None
     pairs: int = 0  # tool calls in the unit
@@ -54,9 +58,9 @@ class Unit:
         return (self.first, *self.more)
 
     @property
-    def tokens(self) -> int:
-        """Tokens of every row in the unit (counted at append time)."""
-        return self.first.tokens + sum(row.tokens for row in self.more)
+    def size(self) -> int:
+        """How many rows the unit has (without building the tuple of them)."""
+        return 1 + len(self.more)
 
     @property
     def first_seq(self) -> int:
@@ -74,18 +78,19 @@ def _item(row: StoredRow) -> dict[str, Any]:
     return row.item
 
 
-def _is_protected(rows: Sequence[StoredRow], policy: CompactionPolicy) -> bool:
-    for row in rows:
-        item = _item(row)
-        meta = item.get("meta")
-        if (
-            row.protected
-            or (isinstance(meta, Mapping) and meta.get(policy.protected_flag) is True)
-            or role_of(item) in policy.roles_never_prune
-            or (row.tool_name is not None and row.tool_name in policy.protected_tools)
-        ):
-            return True
-    return False
+def _is_protected(row: StoredRow, policy: CompactionPolicy) -> bool:
+    item = _item(row)
+    meta = item.get("meta")  # usually absent: no Mapping (ABC) check for None
+    return (
+        row.protected
+        or (
+            meta is not None
+            and isinstance(meta, Mapping)
+            and meta.get(policy.protected_flag) is True
+        )
+        or role_of(item) in policy.roles_never_prune
+        or (row.tool_name is not None and row.tool_name in policy.protected_tools)
+    )
 
 
 def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Unit]:
@@ -125,8 +130,19 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
                 unit_of_call[call_id] = len(units)
             tools[len(units)] = (kind, len(calls))
             units.append([*reasoning, row])
-        else:
+        elif reasoning:
             units.append(_unit((*reasoning, row), kind, 0, policy))
+        else:  # one row, most units: no tuple, no generators
+            units.append(
+                Unit(
+                    row,
+                    kind,
+                    row.tokens,
+                    role=role_of(item) if kind == "message" else None,
+                    protected=kind != "summary" and _is_protected(row, policy),
+                    aborted=_mentions_abort(row),
+                )
+            )
         if reasoning:
             reasoning = []
     if reasoning:
@@ -144,10 +160,11 @@ def _unit(
     return Unit(
         first=rows[0],
         kind=kind,
+        tokens=sum(row.tokens for row in rows),
         more=rows[1:],
         role=role_of(lead) if kind == "message" else None,
         pairs=pairs,
-        protected=kind != "summary" and _is_protected(rows, policy),
+        protected=kind != "summary" and any(_is_protected(row, policy) for row in rows),
         aborted=any(_mentions_abort(row) for row in rows),
     )
 
@@ -205,7 +222,10 @@ class Partition:
     def replaced_rows(self) -> list[StoredRow]:
         """Rows leaving the active context: the remainder and the prior summary."""
         units = [*self.remainder, *([self.prior_summary] if self.prior_summary else [])]
-        return sorted((row for unit in units for row in unit.rows), key=lambda row: row.seq)
+        return sorted((row for unit in units for row in unit.rows), key=_seq)
+
+
+_seq = attrgetter("seq")
 
 
 def _first(unit: Unit) -> int:
