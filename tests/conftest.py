@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
+import coverage
 import pytest
 from moto.server import ThreadedMotoServer
 from sqlalchemy.engine import make_url
@@ -190,3 +191,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 0 if any(name in item.nodeid for name in _LONGEST_FIRST) else 1
 
     items.sort(key=order)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "untraced: run without coverage (repeats what the rest of the suite covers)"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test marked `untraced` runs with coverage stopped: a long property or soak test
+    repeats paths the rest of the suite covers, and traced it ran 2-4x slower (on a slow
+    machine, 2 of CI's 15 minutes). pytest-cov's own `no_cover` mark fails under --no-cov.
+    An xdist worker runs two coverage instances, one inside the other: both are stopped."""
+    stopped: list[coverage.Coverage] = []
+    while item.get_closest_marker("untraced") and (tracing := coverage.Coverage.current()):
+        tracing.stop()
+        stopped.append(tracing)
+    try:
+        return (yield)
+    finally:
+        for tracing in reversed(stopped):
+            tracing.start()

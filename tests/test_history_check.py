@@ -326,6 +326,7 @@ _op = st.one_of(
 )
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 @settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

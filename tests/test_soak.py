@@ -353,6 +353,7 @@ async def soak(url: str, seeds: range) -> SoakReport:
     return report
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 async def test_soak_runs_never_exceed_the_window(db_url: str) -> None:
     """KR1: every run stays under the window through compaction, with every invariant intact."""
     sqlite = make_url(db_url).get_backend_name() == "sqlite"

@@ -9,6 +9,7 @@ import random
 import shlex
 from typing import Any
 
+import pytest
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -79,6 +80,7 @@ def read_file_body(path: str) -> str:
     return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 def test_show_call_marks_the_rows_each_call_was_sent_masked(db_url: str) -> None:
     inputs = _masked_run(db_url)
     history = json.loads(

@@ -416,6 +416,7 @@ def test_templated_lines_collapse_into_one_line_with_their_range() -> None:
     assert text.count("Continue with step") == 1
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     st.lists(

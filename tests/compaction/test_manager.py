@@ -266,6 +266,7 @@ async def test_concurrent_compactions_of_one_session_leave_one_summary(store: Se
 _kind = st.sampled_from(["turn", "tool", "protected", "dangling"])
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 @settings(
     max_examples=20,
     deadline=None,

@@ -307,6 +307,7 @@ async def test_a_capitalized_provider_binds_the_marker_to_the_name_the_adapter_u
 _step = st.sampled_from(["turns", "tools", "provider", "extractive", "failing", "switch"])
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 @settings(
     max_examples=20,
     deadline=None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,7 @@ def _edited(items: list[dict[str, Any]], data: st.DataObject) -> list[dict[str, 
     return following
 
 
+@pytest.mark.untraced  # repeats paths the rest of the suite covers (tests/conftest.py)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_ITEMS, max_size=6), st.data())
 def test_a_memo_always_describes_the_input_it_was_handed(
