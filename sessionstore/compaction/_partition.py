@@ -78,9 +78,9 @@ def _item(row: StoredRow) -> dict[str, Any]:
     return row.item
 
 
-def _is_protected(row: StoredRow, policy: CompactionPolicy) -> bool:
-    item = _item(row)
-    meta = item.get("meta")  # usually absent: no Mapping (ABC) check for None
+def _is_protected(row: StoredRow, role: str | None, policy: CompactionPolicy) -> bool:
+    """Whether the row is pinned; `role` is its item's (the caller has read it already)."""
+    meta = _item(row).get("meta")  # usually absent: no Mapping (ABC) check for None
     return (
         row.protected
         or (
@@ -88,7 +88,7 @@ def _is_protected(row: StoredRow, policy: CompactionPolicy) -> bool:
             and isinstance(meta, Mapping)
             and meta.get(policy.protected_flag) is True
         )
-        or role_of(item) in policy.roles_never_prune
+        or role in policy.roles_never_prune
         or (row.tool_name is not None and row.tool_name in policy.protected_tools)
     )
 
@@ -116,12 +116,13 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
             group.append(row)
             continue
         calls = calls_in(item)
+        role = role_of(item)
         kind: UnitKind
         if row.kind == KIND_SUMMARY:
             kind = "summary"
         elif calls:
             kind = "tools"
-        elif role_of(item) is not None and answered is None:
+        elif role is not None and answered is None:
             kind = "message"
         else:
             kind = "other"
@@ -138,8 +139,8 @@ def build_units(rows: Sequence[StoredRow], policy: CompactionPolicy) -> list[Uni
                     row,
                     kind,
                     row.tokens,
-                    role=role_of(item) if kind == "message" else None,
-                    protected=kind != "summary" and _is_protected(row, policy),
+                    role=role if kind == "message" else None,
+                    protected=kind != "summary" and _is_protected(row, role, policy),
                     aborted=_mentions_abort(row),
                 )
             )
@@ -164,7 +165,8 @@ def _unit(
         more=rows[1:],
         role=role_of(lead) if kind == "message" else None,
         pairs=pairs,
-        protected=kind != "summary" and any(_is_protected(row, policy) for row in rows),
+        protected=kind != "summary"
+        and any(_is_protected(row, role_of(_item(row)), policy) for row in rows),
         aborted=any(_mentions_abort(row) for row in rows),
     )
 
