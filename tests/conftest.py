@@ -202,9 +202,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """A test marked `untraced` runs with coverage stopped: a long property or soak test
-    repeats paths the rest of the suite covers, and traced it ran 2-4x slower (on a slow
-    machine, 2 of CI's 15 minutes). pytest-cov's own `no_cover` mark fails under --no-cov.
-    An xdist worker runs two coverage instances, one inside the other: both are stopped."""
+    repeats paths the rest of the suite covers, and traced it ran 2-4x slower (4-21 s more
+    each, about 100 s of the suite's CPU for the seven). pytest-cov's own `no_cover` mark
+    fails under --no-cov (pytest-dev/pytest-cov#590, open). An xdist worker runs two
+    coverage instances, one inside the other: both are stopped."""
     stopped: list[coverage.Coverage] = []
     while item.get_closest_marker("untraced") and (tracing := coverage.Coverage.current()):
         tracing.stop()
