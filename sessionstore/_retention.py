@@ -8,7 +8,7 @@ on PostgreSQL the same rules are also installed as the SQL function
 
 Actions:
 - purge_compacted_plaintext: NULL the payload of rows a compaction replaced and
-  archived (exact membership in `archive_members`), once older than N days.
+  archived (exact membership in `archive_ranges`), once older than N days.
 - delete_idle_sessions: delete sessions not written for N days (their rows and
   compactions go too; their archives stay unless keep_archives is off).
 Rows a live branch shares with its parent are never purged, and a parent is not deleted
@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 
 from ._append_only import maintenance
 from ._events import Event
-from ._schema import archive_members, archives, events, messages, retention_policies, sessions
+from ._schema import archive_ranges, archives, events, messages, retention_policies, sessions
 from ._store import SessionStore
 
 DEFAULT_BATCH: Final = 500
@@ -133,10 +133,10 @@ def _purge_targets(cutoff: datetime) -> sa.Select[Any]:
     return (
         sa.select(messages.c.session_id, messages.c.seq)
         .join(
-            archive_members,
+            archive_ranges,
             sa.and_(
-                archive_members.c.session_id == messages.c.session_id,
-                archive_members.c.seq == messages.c.seq,
+                archive_ranges.c.session_id == messages.c.session_id,
+                messages.c.seq.between(archive_ranges.c.first_seq, archive_ranges.c.last_seq),
             ),
         )
         .where(

@@ -276,24 +276,31 @@ model_calls: Final = sa.Table(
 
 # ------------------------------------------------------------ retention (0002)
 
-# Exactly which rows an archive holds, so retention can purge a row's plaintext
-# only once a copy of it is archived (an archive's seq range may span kept rows).
-# A membership goes with its row: a deleted session's id can be reused without its
-# stale memberships blocking (or, worse, purging) the new session's rows.
-archive_members: Final = sa.Table(
-    "archive_members",
+# Exactly which rows an archive holds, as runs of consecutive seqs (0018; one row per archived
+# row before it), so retention can purge a row's plaintext only once a copy of it is archived
+# (an archive's seq range may span kept rows). A run goes with its session: a deleted
+# session's id can be reused without its stale runs blocking (or, worse, purging) the new
+# session's rows. Runs, not rows: a 10,000-row compaction writes one or a few rows here, where
+# 10,000 member rows, each checked against `messages` and `archives`, took 90 ms on
+# PostgreSQL.
+archive_ranges: Final = sa.Table(
+    "archive_ranges",
     metadata,
-    sa.Column("session_id", sa.Text, primary_key=True),
-    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column(
+        "session_id",
+        sa.Text,
+        sa.ForeignKey("sessions.session_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("first_seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("last_seq", sa.BigInteger, nullable=False),
     sa.Column(
         "archive_id",
         sa.BigInteger,
         sa.ForeignKey("archives.id", ondelete="CASCADE"),
         nullable=False,
     ),
-    sa.ForeignKeyConstraint(
-        ["session_id", "seq"], ["messages.session_id", "messages.seq"], ondelete="CASCADE"
-    ),
+    sa.CheckConstraint("first_seq <= last_seq", name="first_before_last"),
     sa.Index(None, "archive_id"),
 )
 

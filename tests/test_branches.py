@@ -111,7 +111,7 @@ async def test_a_branch_compacts_rewinds_and_clears_like_any_session(store: Sess
     assert outcome.compacted
     compacted = await store.load_context("b")
     assert compacted != [*parent, user("and order 8?"), assistant("also shipped")]
-    members = "SELECT count(*) FROM archive_members WHERE session_id = 'p'"
+    members = "SELECT count(*) FROM archive_ranges WHERE session_id = 'p'"
     assert await scalar(store, members) == 0  # the parent's rows stay the parent's
     assert await store.load_context("p") == parent
     await assert_session_invariants(store, "b")

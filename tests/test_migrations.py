@@ -7,6 +7,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, St
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
 from sessionstore._schema import is_search_index, metadata
+from tests.support.database import migrate_to
+from tests.support.histories import assistant, message, user
+from tests.support.invariants import assert_session_invariants
+from tests.support.managers import small_window_manager
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -143,3 +148,59 @@ async def test_a_migration_elsewhere_that_outlasts_timeout_s_fails_clearly(
         with pytest.raises(StoreTimeoutError, match=r"waited 0\.3 s for another process migrating"):
             await store.append("s", [{"role": "user", "content": "x"}])
         await store.close()
+
+
+async def _held(url: str, sql: str) -> set[tuple[str, int, int]]:
+    """(session, seq, archive) for every archived row, read with `sql` at whatever revision
+    the database is (a store would refuse an old one, or migrate it)."""
+
+    def read(connection: Connection) -> set[tuple[str, int, int]]:
+        return {(str(s), int(q), int(a)) for s, q, a in connection.execute(sa.text(sql))}
+
+    database = open_database(resolve_url(url))
+    try:
+        return await database.read(read)
+    finally:
+        await database.dispose()
+
+
+_MEMBERS_0017 = "SELECT session_id, seq, archive_id FROM archive_members"
+_RANGES_0018 = (
+    "SELECT r.session_id, m.seq, r.archive_id FROM archive_ranges r JOIN messages m"
+    " ON m.session_id = r.session_id AND m.seq BETWEEN r.first_seq AND r.last_seq"
+)
+
+
+async def test_0018_folds_members_into_runs_and_back_exactly(fresh_db_url: str) -> None:
+    """Archives holding runs split by pinned rows, a second compaction, a branch's own rows:
+    the rows each archive holds are the same before, after and back, runs as few as can be."""
+    async with SessionStore(fresh_db_url, create_tables=True) as store:
+        manager = small_window_manager(store)
+        for turn in range(24):
+            pinned = [message("system", f"rule {turn}")] if turn % 5 == 2 else []
+            await manager.append("s", [*pinned, user(f"step {turn} " * 30), assistant("ok " * 30)])
+        await manager.compact("s", trigger="manual")
+        await store.fork("s", "b")
+        await manager.append("b", [user("branch " * 40), assistant("fine " * 40)] * 3)
+        assert (await manager.compact("b", trigger="manual")).compacted
+    before = await _held(fresh_db_url, _RANGES_0018)
+    assert {session for session, _, _ in before} == {"s", "b"}
+    await migrate_to(fresh_db_url, "0017", down=True)
+    assert await _held(fresh_db_url, _MEMBERS_0017) == before
+    await migrate_to(fresh_db_url, head_revision())
+    assert await _held(fresh_db_url, _RANGES_0018) == before
+    async with SessionStore(fresh_db_url) as store, store.engine.connect() as conn:
+        runs = list(
+            await conn.execute(
+                sa.text(
+                    "SELECT archive_id, first_seq, last_seq FROM archive_ranges"
+                    " ORDER BY archive_id, first_seq"
+                )
+            )
+        )
+        for session_id in ("s", "b"):
+            await assert_session_invariants(store, session_id)
+    assert len(runs) > len({archive for archive, _, _ in runs})  # pinned rows split runs
+    assert all(  # maximal: no run of an archive ends just before its next one starts
+        (a1, l1 + 1) != (a2, f2) for (a1, _, l1), (a2, f2, _) in pairwise(runs)
+    )

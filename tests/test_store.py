@@ -303,7 +303,7 @@ async def test_delete_session_removes_rows_and_events(store: SessionStore) -> No
 
 
 async def members(store: SessionStore) -> int:
-    count = await scalar(store, "SELECT count(*) FROM archive_members")
+    count = await scalar(store, "SELECT count(*) FROM archive_ranges")
     assert isinstance(count, int)
     return count
 
@@ -316,7 +316,7 @@ async def test_a_deleted_compacted_session_id_can_be_reused(store: SessionStore)
     assert (await manager.compact("s1")).compacted
     assert await members(store) > 0
     assert await store.delete_session("s1") is True
-    # Memberships went with their rows; the archive itself stays for retention to decide.
+    # Memberships went with their session; the archive itself stays for retention to decide.
     assert await members(store) == 0
     assert await scalar(store, "SELECT count(*) FROM archives WHERE session_id = 's1'") == 1
     await manager.append("s1", coding_session(8, seed=1))

@@ -65,6 +65,15 @@ def _replace_function(text: str) -> None:
     op.execute(f"ALTER FUNCTION {_RETENTION_FUNCTION} SET sessionstore.maintenance = 'on'")
 
 
+def retention_function() -> str:
+    """`sessionstore_apply_retention()` as this revision defines it (0018 builds on it)."""
+    text = _function_of_0002()
+    for old, new in (_KEEP_SHARED_ROWS, _KEEP_PARENTS):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
 def upgrade() -> None:
     op.add_column("sessions", sa.Column("parent_session_id", sa.Text, nullable=True))
     op.add_column("sessions", sa.Column("fork_seq", sa.BigInteger, nullable=True))
@@ -80,11 +89,7 @@ def upgrade() -> None:
     )
     op.execute(_SESSION_USAGE)
     if op.get_bind().dialect.name == "postgresql":
-        text = _function_of_0002()
-        for old, new in (_KEEP_SHARED_ROWS, _KEEP_PARENTS):
-            assert old in text, old
-            text = text.replace(old, new)
-        _replace_function(text)
+        _replace_function(retention_function())
 
 
 def downgrade() -> None:

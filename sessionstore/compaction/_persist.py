@@ -13,13 +13,11 @@ the plan covered; only sealing it (bound to the compaction's id) happens inside.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from .._archive_codec import ArchiveBody, archive_of, encode_archive, encode_line, encode_string
@@ -27,13 +25,14 @@ from .._archive_sealing import archive_columns
 from .._events import Event
 from .._items import encode_payload
 from .._payload_sealing import SessionKeys
+from .._ranges import spans
 from .._rows import StoredRow, visible_rows
 from .._schema import (
     KIND_CARRY,
     KIND_CLEAR,
     KIND_SUMMARY,
     KIND_TOMBSTONE,
-    archive_members,
+    archive_ranges,
     archives,
     compactions,
     events,
@@ -159,29 +158,21 @@ def encode_replaced(
     return encode_archive(map(redact, (archived_record(row) for row in replaced)))
 
 
-# Every member in one statement: an executemany of 10,000 rows took 120 ms on PostgreSQL.
-_PG_MEMBERS: Final = archive_members.insert().from_select(
-    ["session_id", "seq", "archive_id"],
-    sa.select(
-        sa.bindparam("sid", type_=sa.Text),
-        sa.func.unnest(sa.bindparam("seqs", type_=postgresql.ARRAY(sa.BigInteger))),
-        sa.bindparam("aid", type_=sa.BigInteger),
-    ),
-)
-# And on SQLite, the seqs as one JSON array walked by json_each, all of it in C: 10,000
-# members in 33-36 ms of a compaction against 53-74 for an executemany (the rest is the
-# foreign key's lookup into messages).
-_SQLITE_MEMBERS: Final = (
-    "INSERT INTO archive_members (session_id, seq, archive_id) SELECT ?, value, ? FROM json_each(?)"
-)
-
-
-def _insert_members(conn: Connection, session_id: str, seqs: list[int], archive_id: int) -> None:
-    """Link the archived rows to their archive: one statement on either backend."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(_PG_MEMBERS, {"sid": session_id, "seqs": seqs, "aid": archive_id})
-    else:
-        conn.exec_driver_sql(_SQLITE_MEMBERS, (session_id, archive_id, json.dumps(seqs)))
+def _insert_ranges(conn: Connection, session_id: str, seqs: list[int], archive_id: int) -> None:
+    """Say which rows the archive holds: one row per run of consecutive seqs (a compaction
+    replaces runs, so 10,000 rows are one or a few)."""
+    conn.execute(
+        archive_ranges.insert(),
+        [
+            {
+                "session_id": session_id,
+                "first_seq": first,
+                "last_seq": last,
+                "archive_id": archive_id,
+            }
+            for first, last in spans(seqs)
+        ],
+    )
 
 
 def _conflicts(late: Sequence[StoredRow], snapshot_last: int) -> bool:
@@ -273,7 +264,7 @@ def tx_commit_compaction(
         if row.session_id == write.session_id  # a branch's parent keeps its own rows
     ]
     if members:
-        _insert_members(conn, write.session_id, members, archive_id)
+        _insert_ranges(conn, write.session_id, members, archive_id)
     chained: dict[str, Any] = {}
     columns = set().union(*rows) if rows else set()  # a marker lacks the item columns
     for new_row in rows:

@@ -51,9 +51,10 @@ async def _count(store: SessionStore, session_id: str, event: str) -> int:
 async def _archived(store: SessionStore, session_id: str) -> set[int]:
     async with store.engine.connect() as conn:
         rows = await conn.execute(
-            sa.text("SELECT seq FROM archive_members WHERE session_id = :s"), {"s": session_id}
+            sa.text("SELECT first_seq, last_seq FROM archive_ranges WHERE session_id = :s"),
+            {"s": session_id},
         )
-        return {int(row[0]) for row in rows}
+        return {seq for first, last in rows for seq in range(int(first), int(last) + 1)}
 
 
 async def _append_batches(store: SessionStore, session_id: str, tag: str, sizes: list[int]) -> None:

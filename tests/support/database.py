@@ -22,7 +22,7 @@ TABLES = (
     "compaction_leases",
     "events",
     "model_calls",
-    "archive_members",
+    "archive_ranges",
     "archives",
     "compactions",
     "messages",

@@ -16,7 +16,7 @@ from sessionstore import SessionStore
 from sessionstore._archive_sealing import OpenedArchive
 from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore._rows import StoredRow, visible_rows
-from sessionstore._schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_members, compactions
+from sessionstore._schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_ranges, compactions
 from sessionstore.archive._reader import read_archives
 
 Item = Mapping[str, Any]
@@ -83,13 +83,16 @@ async def _compaction_rows(store: SessionStore, session_id: str) -> list[Any]:
 async def _members(store: SessionStore, session_id: str) -> dict[int, set[int]]:
     async with store.engine.connect() as conn:
         found = await conn.execute(
-            sa.select(archive_members.c.archive_id, archive_members.c.seq).where(
-                archive_members.c.session_id == session_id
-            )
+            sa.select(
+                archive_ranges.c.archive_id, archive_ranges.c.first_seq, archive_ranges.c.last_seq
+            ).where(archive_ranges.c.session_id == session_id)
         )
         members: dict[int, set[int]] = {}
-        for archive_id, seq in found:
-            members.setdefault(int(archive_id), set()).add(int(seq))
+        for archive_id, first, last in found:
+            held = members.setdefault(int(archive_id), set())
+            seqs = range(int(first), int(last) + 1)
+            assert held.isdisjoint(seqs), f"archive {archive_id}: overlapping runs"
+            held.update(seqs)
         return members
 
 
@@ -147,7 +150,7 @@ def _assert_compaction_lossless(
         assert record["item"] == row.item, f"{label}: archived copy of row {row.seq} differs"
     assert set(records) <= {row.seq for row in snapshot}, f"{label}: archive holds foreign rows"
     own = {seq for seq in records if seq >= first}  # a parent's rows stay the parent's
-    assert members == own, f"{label}: archive_members disagree with the archive"
+    assert members == own, f"{label}: archive_ranges disagree with the archive"
     assert archive.from_seq == min(records) and archive.to_seq == max(records), label
 
 
