@@ -591,8 +591,12 @@ class CompactionManager:
             plan = prepared.plan
         replaced = plan.replaced_rows
         redact = self.store.redactor.value if self.store.redact_archives else None
-        # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock.
-        archive = asyncio.ensure_future(asyncio.to_thread(encode_replaced, replaced, redact))
+        # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock:
+        # handed to the thread now, not by a task that would start only once this coroutine
+        # first yields (a summarizer that never waits would leave all of it for the end).
+        archive = asyncio.get_running_loop().run_in_executor(
+            None, encode_replaced, replaced, redact
+        )
         try:
             if prepared is None:
                 prior = await self._prior_state(session_id, plan)

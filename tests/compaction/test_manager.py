@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import SessionStore
+from sessionstore import Redactor, SessionStore
 from sessionstore._archive_codec import decode_archive
 from sessionstore._errors import CompactionError, CompactionErrorReason, InvalidItemError
 from sessionstore._items import answered_call, calls_in, text_of
@@ -409,3 +410,35 @@ async def test_the_manager_reads_a_generator_of_items_once(store: SessionStore) 
     manager = CompactionManager(CompactionConfig(store=store))
     assert await manager.append("s", (user(f"m{n}") for n in range(3))) == [1, 2, 3]
     assert await store.load_context("s") == [user("m0"), user("m1"), user("m2")]
+
+
+class _WaitsForTheArchive:
+    """A summarizer that never yields to the event loop: it blocks until the archive's
+    encoding (on a worker thread) has begun, then says whether it did."""
+
+    name = "waits-for-the-archive"
+    input_window: int | None = None
+
+    def __init__(self, encoding: threading.Event) -> None:
+        self.encoding = encoding
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        began = self.encoding.wait(timeout=10)  # blocking on purpose: no await before it
+        return SummaryResult("the archive was being encoded" if began else "it was not")
+
+
+async def test_the_archive_is_encoded_while_a_summarizer_that_never_yields_runs(
+    db_url: str,
+) -> None:
+    encoding = threading.Event()
+
+    def seen(text: str) -> str:  # the redaction hook runs on every archived string
+        encoding.set()
+        return text
+
+    async with SessionStore(db_url, redactor=Redactor(hook=seen), redact_archives=True) as store:
+        manager = manager_for(store, summarizer=_WaitsForTheArchive(encoding))
+        await store.append("s", coding_session(10))
+        encoding.clear()  # appends run the hook too; only the compaction's encoding counts
+        outcome = await manager.compact("s")
+    assert outcome.compacted and outcome.summary == "the archive was being encoded"
