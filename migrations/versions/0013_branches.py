@@ -60,7 +60,8 @@ def _function_of_0002() -> str:
     return text
 
 
-def _replace_function(text: str) -> None:
+def replace_function(text: str) -> None:
+    """Install `sessionstore_apply_retention()` as `text` defines it (0018 uses it too)."""
     op.execute(text)
     op.execute(f"ALTER FUNCTION {_RETENTION_FUNCTION} SET sessionstore.maintenance = 'on'")
 
@@ -89,13 +90,13 @@ def upgrade() -> None:
     )
     op.execute(_SESSION_USAGE)
     if op.get_bind().dialect.name == "postgresql":
-        _replace_function(retention_function())
+        replace_function(retention_function())
 
 
 def downgrade() -> None:
     op.execute("DROP VIEW session_usage")
     if op.get_bind().dialect.name == "postgresql":
-        _replace_function(_function_of_0002())
+        replace_function(_function_of_0002())
     op.drop_index("ix_messages_clears", table_name="messages")
     op.drop_index("ix_sessions_parent_session_id", table_name="sessions")
     # ALTER TABLE ... DROP COLUMN (SQLite 3.35+): rebuilding `sessions`, which every other

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -26,7 +27,6 @@ down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_RETENTION_FUNCTION = "sessionstore_apply_retention(boolean, timestamp with time zone)"
 # The two places `sessionstore_apply_retention()` finds archived rows (the dry run's count,
 # then the purge), as 0002 wrote them and as they read runs.
 _ARCHIVED = (
@@ -64,24 +64,19 @@ JOIN messages m ON m.session_id = ar.session_id AND m.seq BETWEEN ar.first_seq A
 """
 
 
-def _function_of_0013() -> str:
+def _migration_0013() -> Any:
+    """Migration 0013's module: the retention function as it defines it, and how to install
+    one."""
     spec = importlib.util.spec_from_file_location(
         "branches_0013", Path(__file__).with_name("0013_branches.py")
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    text: str = module.retention_function()
-    return text
+    return module
 
 
-def _replace_function(text: str) -> None:
-    op.execute(text)
-    op.execute(f"ALTER FUNCTION {_RETENTION_FUNCTION} SET sessionstore.maintenance = 'on'")
-
-
-def _function_reading_ranges() -> str:
-    text = _function_of_0013()
+def _retention_reading_ranges(text: str) -> str:
     for old, new in _ARCHIVED:
         assert old in text, old
         text = text.replace(old, new)
@@ -113,7 +108,8 @@ def upgrade() -> None:
     op.create_index("ix_archive_ranges_archive_id", "archive_ranges", ["archive_id"])
     op.execute(_FOLD)
     if op.get_bind().dialect.name == "postgresql":
-        _replace_function(_function_reading_ranges())
+        branches = _migration_0013()
+        branches.replace_function(_retention_reading_ranges(branches.retention_function()))
     op.drop_index("ix_archive_members_archive_id", table_name="archive_members")
     op.drop_table("archive_members")
 
@@ -141,6 +137,7 @@ def downgrade() -> None:
     op.create_index("ix_archive_members_archive_id", "archive_members", ["archive_id"])
     op.execute(_UNFOLD)
     if op.get_bind().dialect.name == "postgresql":
-        _replace_function(_function_of_0013())
+        branches = _migration_0013()
+        branches.replace_function(branches.retention_function())
     op.drop_index("ix_archive_ranges_archive_id", table_name="archive_ranges")
     op.drop_table("archive_ranges")
