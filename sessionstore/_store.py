@@ -740,8 +740,8 @@ class SessionStore:
     async def delete_session(self, session_id: str) -> bool:
         """Physically delete a session, its rows and events (admin/retention only).
 
-        Its archives stay (retention's delete_archives removes them); their memberships go
-        with the rows, so the id can be reused.
+        Its archives stay (retention's delete_archives removes them); the record of which
+        rows each one holds (`archive_ranges`) goes with the session, so the id can be reused.
         """
         check_session_id(session_id)
         await self.ensure_ready()
