@@ -164,6 +164,18 @@ async def _held(url: str, sql: str) -> set[tuple[str, int, int]]:
         await database.dispose()
 
 
+async def _check_constraints(url: str, table: str) -> set[str]:
+    def read(connection: Connection) -> set[str]:
+        found = sa.inspect(connection).get_check_constraints(table)
+        return {str(check["name"]) for check in found}
+
+    database = open_database(resolve_url(url))
+    try:
+        return await database.read(read)
+    finally:
+        await database.dispose()
+
+
 _MEMBERS_0017 = "SELECT session_id, seq, archive_id FROM archive_members"
 _RANGES_0018 = (
     "SELECT r.session_id, m.seq, r.archive_id FROM archive_ranges r JOIN messages m"
@@ -201,6 +213,8 @@ async def test_0018_folds_members_into_runs_and_back_exactly(fresh_db_url: str) 
         for session_id in ("s", "b"):
             await assert_session_invariants(store, session_id)
     assert len(runs) > len({archive for archive, _, _ in runs})  # pinned rows split runs
+    checks = await _check_constraints(fresh_db_url, "archive_ranges")
+    assert checks == {"ck_archive_ranges_first_before_last"}  # the name _schema.py declares
     assert all(  # maximal: no run of an archive ends just before its next one starts
         (a1, l1 + 1) != (a2, f2) for (a1, _, l1), (a2, f2, _) in pairwise(runs)
     )

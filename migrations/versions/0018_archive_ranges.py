@@ -90,7 +90,9 @@ def upgrade() -> None:
         sa.Column("first_seq", sa.BigInteger, autoincrement=False, nullable=False),
         sa.Column("last_seq", sa.BigInteger, nullable=False),
         sa.Column("archive_id", sa.BigInteger, nullable=False),
-        sa.CheckConstraint("first_seq <= last_seq", name="ck_archive_ranges_first_before_last"),
+        sa.CheckConstraint(
+            "first_seq <= last_seq", name=op.f("ck_archive_ranges_first_before_last")
+        ),
         sa.ForeignKeyConstraint(
             ["session_id"],
             ["sessions.session_id"],
