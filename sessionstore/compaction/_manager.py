@@ -10,6 +10,7 @@ prune-only, input too large -> drop the oldest units and retry.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
@@ -593,9 +594,10 @@ class CompactionManager:
         redact = self.store.redactor.value if self.store.redact_archives else None
         # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock:
         # handed to the thread now, not by a task that would start only once this coroutine
-        # first yields (a summarizer that never waits would leave all of it for the end).
+        # first yields (a summarizer that never waits would leave all of it for the end), in
+        # this context, as `to_thread` would (a redaction hook may read context variables).
         archive = asyncio.get_running_loop().run_in_executor(
-            None, encode_replaced, replaced, redact
+            None, contextvars.copy_context().run, encode_replaced, replaced, redact
         )
         try:
             if prepared is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from typing import Any
 
@@ -427,12 +428,19 @@ class _WaitsForTheArchive:
         return SummaryResult("the archive was being encoded" if began else "it was not")
 
 
+_TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+
+
 async def test_the_archive_is_encoded_while_a_summarizer_that_never_yields_runs(
     db_url: str,
 ) -> None:
+    """...on its worker thread, in the compacting task's context (a redaction hook may read
+    context variables, as it could when the encoding went through `asyncio.to_thread`)."""
     encoding = threading.Event()
+    tenants: set[str] = set()
 
     def seen(text: str) -> str:  # the redaction hook runs on every archived string
+        tenants.add(_TENANT.get())
         encoding.set()
         return text
 
@@ -440,5 +448,8 @@ async def test_the_archive_is_encoded_while_a_summarizer_that_never_yields_runs(
         manager = manager_for(store, summarizer=_WaitsForTheArchive(encoding))
         await store.append("s", coding_session(10))
         encoding.clear()  # appends run the hook too; only the compaction's encoding counts
+        tenants.clear()
+        _TENANT.set("tenant-7")
         outcome = await manager.compact("s")
     assert outcome.compacted and outcome.summary == "the archive was being encoded"
+    assert tenants == {"tenant-7"}
