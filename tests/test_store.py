@@ -11,10 +11,11 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import InvalidItemError, SessionStore
+from sessionstore import InvalidItemError, SessionStore, StoreError
 from sessionstore._tokens import estimator_for_model
 from sessionstore.archive._reader import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
@@ -322,6 +323,34 @@ async def test_a_deleted_compacted_session_id_can_be_reused(store: SessionStore)
     await manager.append("s1", coding_session(8, seed=1))
     assert (await manager.compact("s1")).compacted  # no stale membership in the way
     assert await members(store) > 0
+
+
+async def test_a_compaction_never_archives_rows_an_archive_already_holds(
+    store: SessionStore,
+) -> None:
+    """Runs of archived seqs never overlap (retention reads them so): with a run forged over
+    rows the session has not archived (a database edited by hand), the compaction that would
+    archive them is refused and writes nothing."""
+    manager = CompactionManager(
+        CompactionConfig(store=store, policy=CompactionPolicy(keep_recent_turns=1))
+    )
+    await manager.append("s1", coding_session(8))
+    assert (await manager.compact("s1")).compacted
+    await manager.append("s1", coding_session(8, seed=1))
+    before = await store.context_rows("s1")
+    newest = before[-1].seq
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO archive_ranges (session_id, first_seq, last_seq, archive_id)"
+                " SELECT 's1', :seq, :seq, max(id) FROM archives"
+            ),
+            {"seq": newest},
+        )
+    with pytest.raises(StoreError, match="an archive already holds"):
+        await manager.compact("s1")
+    assert await store.context_rows("s1") == before
+    assert await scalar(store, "SELECT count(*) FROM compactions WHERE session_id = 's1'") == 1
 
 
 async def test_list_sessions_reports_bookkeeping(store: SessionStore) -> None:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._archive_codec import ArchiveBody, archive_of, encode_archive, encode_line, encode_string
 from .._archive_sealing import archive_columns
+from .._errors import StoreError
 from .._events import Event
 from .._items import encode_payload
 from .._payload_sealing import SessionKeys
@@ -158,9 +159,28 @@ def encode_replaced(
     return encode_archive(map(redact, (archived_record(row) for row in replaced)))
 
 
+# Where the session's archived seqs end so far: runs never overlap, so the one starting last.
+_ARCHIVED_TO: Final = (
+    sa.select(archive_ranges.c.last_seq)
+    .where(archive_ranges.c.session_id == sa.bindparam("sid"))
+    .order_by(archive_ranges.c.first_seq.desc())
+    .limit(1)
+)
+
+
 def _insert_ranges(conn: Connection, session_id: str, seqs: list[int], archive_id: int) -> None:
     """Say which rows the archive holds: one row per run of consecutive seqs (a compaction
-    replaces runs, so 10,000 rows are one or a few)."""
+    replaces runs, so 10,000 rows are one or a few). A row enters an active context once,
+    with a seq above every archived one, so new runs start after the session's last; one
+    that does not (a database edited by hand) is refused, as the one-row-per-seq key of
+    0017 refused a row archived twice: retention reads runs as disjoint."""
+    runs = spans(seqs)
+    archived_to = conn.execute(_ARCHIVED_TO, {"sid": session_id}).scalar()
+    if archived_to is not None and runs[0][0] <= archived_to:
+        raise StoreError(
+            "a compaction would archive rows of the session that an archive already holds "
+            "(archive_ranges overlap); nothing was written"
+        )
     conn.execute(
         archive_ranges.insert(),
         [
@@ -170,7 +190,7 @@ def _insert_ranges(conn: Connection, session_id: str, seqs: list[int], archive_i
                 "last_seq": last,
                 "archive_id": archive_id,
             }
-            for first, last in spans(seqs)
+            for first, last in runs
         ],
     )
 

@@ -88,11 +88,12 @@ async def _members(store: SessionStore, session_id: str) -> dict[int, set[int]]:
             ).where(archive_ranges.c.session_id == session_id)
         )
         members: dict[int, set[int]] = {}
+        archived: set[int] = set()  # runs never overlap within a session (retention relies on it)
         for archive_id, first, last in found:
-            held = members.setdefault(int(archive_id), set())
             seqs = range(int(first), int(last) + 1)
-            assert held.isdisjoint(seqs), f"archive {archive_id}: overlapping runs"
-            held.update(seqs)
+            assert archived.isdisjoint(seqs), f"{session_id}: overlapping archive runs"
+            archived.update(seqs)
+            members.setdefault(int(archive_id), set()).update(seqs)
         return members
 
 
