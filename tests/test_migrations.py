@@ -20,7 +20,7 @@ from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, St
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
 from sessionstore._schema import is_search_index, metadata
-from tests.support.database import migrate_to
+from tests.support.database import migrate_to, read_as_it_is
 from tests.support.histories import assistant, message, user
 from tests.support.invariants import assert_session_invariants
 from tests.support.managers import small_window_manager
@@ -151,17 +151,12 @@ async def test_a_migration_elsewhere_that_outlasts_timeout_s_fails_clearly(
 
 
 async def _held(url: str, sql: str) -> set[tuple[str, int, int]]:
-    """(session, seq, archive) for every archived row, read with `sql` at whatever revision
-    the database is (a store would refuse an old one, or migrate it)."""
+    """(session, seq, archive) for every archived row, read with `sql`."""
 
     def read(connection: Connection) -> set[tuple[str, int, int]]:
         return {(str(s), int(q), int(a)) for s, q, a in connection.execute(sa.text(sql))}
 
-    database = open_database(resolve_url(url))
-    try:
-        return await database.read(read)
-    finally:
-        await database.dispose()
+    return await read_as_it_is(url, read)
 
 
 async def _check_constraints(url: str, table: str) -> set[str]:
@@ -169,11 +164,7 @@ async def _check_constraints(url: str, table: str) -> set[str]:
         found = sa.inspect(connection).get_check_constraints(table)
         return {str(check["name"]) for check in found}
 
-    database = open_database(resolve_url(url))
-    try:
-        return await database.read(read)
-    finally:
-        await database.dispose()
+    return await read_as_it_is(url, read)
 
 
 _MEMBERS_0017 = "SELECT session_id, seq, archive_id FROM archive_members"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from typing import TypeVar
 
 import asyncpg
 import sqlalchemy as sa
@@ -16,6 +17,8 @@ from sessionstore._append_only import maintenance
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import downgrade, upgrade
 from sessionstore._schema import archives, events, messages, sessions
+
+_T = TypeVar("_T")
 
 # Every table, children before parents (the order deletes must take).
 TABLES = (
@@ -48,6 +51,16 @@ async def edit_rows(store: SessionStore, *statements: sa.Executable) -> None:
 
     async with store.engine.begin() as conn:
         await conn.run_sync(run)
+
+
+async def read_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
+    """`fn(connection)` on the database at `url` at whatever revision it is (a store would
+    refuse an old one, or migrate it)."""
+    database = open_database(resolve_url(url))
+    try:
+        return await database.read(fn)
+    finally:
+        await database.dispose()
 
 
 async def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
