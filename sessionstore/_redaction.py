@@ -73,8 +73,11 @@ DEFAULT_PATTERNS: Final[tuple[str, ...]] = (
     # JSON Web Tokens: base64url header and payload (both JSON, so both start "eyJ"), signature.
     r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*",
     # OpenAI-style keys: sk-..., sk-proj-..., sk-svcacct-... (20+ characters with a digit, so
-    # that "sk-learn-compatible-estimators" is not a key).
-    r"sk-(?<![A-Za-z0-9_-]sk-)(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}",
+    # that "sk-learn-compatible-estimators" is not a key). A project, service-account or admin
+    # key is one without a digit too once it is 40+ characters long (real ones are ~160): such
+    # a prefix and length is no prose or kebab-case name.
+    r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
+    r"|(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,})",
     # GitHub tokens: classic PAT ghp_, OAuth gho_, app ghs_/ghu_, refresh ghr_, fine-grained PAT.
     r"g(?<![A-Za-z0-9_]g)(?:h[oprsu]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})",
     # Slack tokens: bot xoxb-, user xoxp-, app-level xoxa-, refresh xoxr-, legacy xoxs-.

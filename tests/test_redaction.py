@@ -57,6 +57,7 @@ def make_jwt() -> str:
 
 OPENAI_KEY = "sk-proj-" + repeat("Xq7Lm2Rt9Vb4Nc8Kd1_w-", 156)
 OPENAI_LEGACY_KEY = "sk-" + repeat("T3BlbkFJ9xYzQ4", 48)
+OPENAI_LETTERS_KEY = "sk-proj-" + repeat("QwErTyUiOpAsDfGh_jKlZx-", 156)  # no digit at all
 GITHUB_PAT = "ghp_" + repeat("R4nd0mT0k3nV4lu3", 36)
 GITHUB_OAUTH = "gho_" + repeat("Q9w8E7r6T5y4U3i2", 36)
 GITHUB_APP = "ghs_" + repeat("Z1x2C3v4B5n6M7", 36)
@@ -225,6 +226,12 @@ CASES: list[tuple[str, str, str, str]] = [
         f'client = OpenAI(api_key="{OPENAI_KEY}")',
         OPENAI_KEY,
         'client = OpenAI(api_key="<REDACTED>")',
+    ),
+    (
+        "openai-project-key-without-a-digit",
+        f"leaked in the build log: {OPENAI_LETTERS_KEY} (rotated since)",
+        OPENAI_LETTERS_KEY,
+        "leaked in the build log: <REDACTED> (rotated since)",
     ),
     (
         "openai-legacy-key-printed",
@@ -499,6 +506,7 @@ def test_chat_completions_tool_messages_are_redacted() -> None:
         "def check_password(candidate: str) -> bool:",
         "SELECT id, secret_id FROM vault WHERE tokenized = true",
         "Use scikit-learn (sk-learn) for the baseline; see the risk-adjusted-returns-2024 note.",
+        "Tag it sk-proj-management-guidelines-for-teams (see sk-admin-console-overview).",
         "The bearer of this note may pass. Bearer tokens are described in RFC 6750.",
         "authorization is required for this endpoint",
         "AKIA is the prefix of long-term AWS access key ids",
