@@ -975,14 +975,12 @@ class CompactionManager:
             result_events.pruned_messages(
                 session_id,
                 pruned_count=layers.pruned_count,
-                layers={
-                    "pinned": layers.pinned,
-                    "summary": 1 if summary.text is not None or plan.prior_summary else 0,
-                    "recent_turns": layers.recent_turns,
-                    "tool_pairs": layers.tool_pairs,
-                    "user_messages": layers.users,
-                    "aborted_markers": layers.aborted,
-                },
+                pinned=layers.pinned,
+                summary=1 if summary.text is not None or plan.prior_summary else 0,
+                recent_turns=layers.recent_turns,
+                tool_pairs=layers.tool_pairs,
+                user_messages=layers.users,
+                aborted_markers=layers.aborted,
                 tokens_before=tokens_before,
             )
         )

@@ -215,7 +215,12 @@ class Rebind:
             result_events.pruned_messages(
                 session_id,
                 pruned_count=1,
-                layers={"pinned": at, "summary": 1, "recent_turns": 0, "tool_pairs": 0},
+                pinned=at,
+                summary=1,
+                recent_turns=0,
+                tool_pairs=0,
+                user_messages=0,
+                aborted_markers=0,
                 tokens_before=tokens_before,
             ),
             result_events.policy_applied(

@@ -33,9 +33,27 @@ def summary_created(
 
 
 def pruned_messages(
-    session_id: str, *, pruned_count: int, layers: dict[str, int], tokens_before: int
+    session_id: str,
+    *,
+    pruned_count: int,
+    pinned: int,
+    summary: int,
+    recent_turns: int,
+    tool_pairs: int,
+    user_messages: int,
+    aborted_markers: int,
+    tokens_before: int,
 ) -> Event:
-    """`compact.pruned_messages`: how many rows left the context, and what each layer kept."""
+    """`compact.pruned_messages`: how many rows left the context, and what each layer kept
+    (every documented layer, named by the caller: none can be left out)."""
+    layers = {
+        "pinned": pinned,
+        "summary": summary,
+        "recent_turns": recent_turns,
+        "tool_pairs": tool_pairs,
+        "user_messages": user_messages,
+        "aborted_markers": aborted_markers,
+    }
     return Event(
         "compact.pruned_messages",
         session_id,

@@ -208,6 +208,11 @@ async def test_a_model_switch_replaces_the_marker_with_a_readable_summary(
     [archive] = await read_archives(store, "s", compaction_id=latest["id"])
     assert [r["item"] for r in archive.records] == [before[0]]  # the opaque marker, kept
     assert not await manager.ensure_readable("s", model="gpt-4.1")  # nothing bound now
+    pruned = await events_of(store, "s", "compact.pruned_messages")  # the rebuild's included
+    assert len(pruned) == len(await compaction_rows(store, "s"))
+    assert {tuple(event["layers"]) for event in pruned} == {
+        ("pinned", "summary", "recent_turns", "tool_pairs", "user_messages", "aborted_markers")
+    }
 
 
 async def test_only_the_bound_model_can_replay_the_item_until_it_is_rebuilt(

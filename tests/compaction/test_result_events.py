@@ -19,9 +19,28 @@ def test_summary_created_says_how_much_smaller_the_summary_is() -> None:
 
 def test_the_other_result_events_carry_their_documented_fields() -> None:
     pruned = result_events.pruned_messages(
-        "s", pruned_count=2, layers={"pinned": 1}, tokens_before=99
+        "s",
+        pruned_count=2,
+        pinned=1,
+        summary=1,
+        recent_turns=3,
+        tool_pairs=2,
+        user_messages=4,
+        aborted_markers=0,
+        tokens_before=99,
     )
-    assert pruned.fields == {"pruned_count": 2, "layers": {"pinned": 1}, "tokens_before": 99}
+    assert pruned.fields == {
+        "pruned_count": 2,
+        "layers": {  # docs/OBSERVABILITY.md's layers, in its order
+            "pinned": 1,
+            "summary": 1,
+            "recent_turns": 3,
+            "tool_pairs": 2,
+            "user_messages": 4,
+            "aborted_markers": 0,
+        },
+        "tokens_before": 99,
+    }
     policy = result_events.policy_applied(
         "s",
         keep_recent_turns=4,
