@@ -37,19 +37,25 @@ class RunTracking:
 
     async def calls_written(self) -> None:
         """Wait for the call records still being written. One that failed is raised here
-        (once: it is dropped, and its usage is stored as a call of unknown input)."""
+        (once: it is dropped, and its usage is stored as a call of unknown input). One that
+        was itself cancelled is dropped the same way but raises nothing: the caller was not
+        cancelled (a CancelledError here would read as if it had been), and the items it is
+        about to save matter more than the record of a call."""
         failed: BaseException | None = None
         for recorded, _ in self.pending_calls:
             try:
                 await asyncio.shield(recorded)  # a cancelled caller leaves the write running
+            except asyncio.CancelledError:
+                if not recorded.cancelled():
+                    raise  # the caller was cancelled, not the record
             except Exception as error:
                 failed = failed or error
+        self.pending_calls[:] = [
+            (recorded, model)
+            for recorded, model in self.pending_calls
+            if not recorded.cancelled() and recorded.exception() is None
+        ]
         if failed is not None:
-            self.pending_calls[:] = [
-                (recorded, model)
-                for recorded, model in self.pending_calls
-                if recorded.exception() is None
-            ]
             raise failed
 
     @property
