@@ -35,7 +35,7 @@ from ... import (
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
-from ._tracking import current_run, track_load, track_save
+from ._tracking import current_run, track_load, track_save, written
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -221,7 +221,7 @@ class SQLSession:
         entries = list(wrapper.usage.request_usage_entries)
         new = entries[run.usage_seen :]
         run.usage_seen = len(entries)
-        calls = [(written.result(), model) for written, model in run.pending_calls[: len(new)]]
+        pending = run.pending_calls[: len(new)]
         del run.pending_calls[: len(new)]
         usages = [
             CallUsage(
@@ -232,7 +232,15 @@ class SQLSession:
             )
             for entry in new
         ]
-        await self.store.record_usage(self.active_session_id, usages, calls=calls)
+        # Each usage goes to its own call's record; a call whose record was never written
+        # (and any usage beyond the pending calls) is stored as a call of unknown input.
+        paired = list(zip(pending, usages, strict=False))
+        calls = [(recorded.result(), model) for (recorded, model), _ in paired if written(recorded)]
+        attached = [usage for (recorded, _), usage in paired if written(recorded)]
+        unknown = [usage for (recorded, _), usage in paired if not written(recorded)]
+        await self.store.record_usage(
+            self.active_session_id, [*attached, *unknown, *usages[len(paired) :]], calls=calls
+        )
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None

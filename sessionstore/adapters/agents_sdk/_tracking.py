@@ -34,13 +34,15 @@ class RunTracking:
     # per-request usage entries were already stored.
     pending_calls: list[tuple[asyncio.Future[int], str | None]] = field(default_factory=list)
     usage_seen: int = 0
+    # Records whose failure was raised already (each is raised once).
+    _reported: set[asyncio.Future[int]] = field(default_factory=set, init=False, repr=False)
 
     async def calls_written(self) -> None:
-        """Wait for the call records still being written. One that failed is raised here
-        (once: it is dropped, and its usage is stored as a call of unknown input). One that
-        was itself cancelled is dropped the same way but raises nothing: the caller was not
-        cancelled (a CancelledError here would read as if it had been), and the items it is
-        about to save matter more than the record of a call."""
+        """Wait for the call records still being written. One that failed is raised here,
+        once; one that was itself cancelled raises nothing (the caller was not cancelled,
+        and a CancelledError here would read as if it had been). Either stays in place as a
+        call without a record, so the usage that follows still goes to its own call (its own
+        usage is stored as a call of unknown input)."""
         failed: BaseException | None = None
         for recorded, _ in self.pending_calls:
             try:
@@ -49,12 +51,9 @@ class RunTracking:
                 if not recorded.cancelled():
                     raise  # the caller was cancelled, not the record
             except Exception as error:
-                failed = failed or error
-        self.pending_calls[:] = [
-            (recorded, model)
-            for recorded, model in self.pending_calls
-            if not recorded.cancelled() and recorded.exception() is None
-        ]
+                if failed is None and recorded not in self._reported:
+                    self._reported.add(recorded)
+                    failed = error
         if failed is not None:
             raise failed
 
@@ -62,6 +61,11 @@ class RunTracking:
     def stored_prefix(self) -> int:
         """How many leading items of the SDK's model input are in the store."""
         return self.history_len + self.saved
+
+
+def written(recorded: asyncio.Future[int]) -> bool:
+    """Whether a pending call's record was written (its row id can take the usage)."""
+    return recorded.done() and not recorded.cancelled() and recorded.exception() is None
 
 
 _current: ContextVar[RunTracking | None] = ContextVar("sessionstore_run", default=None)
