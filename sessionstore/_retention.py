@@ -29,7 +29,15 @@ from sqlalchemy.engine import Connection
 
 from ._append_only import maintenance
 from ._events import Event
-from ._schema import archive_ranges, archives, events, messages, retention_policies, sessions
+from ._schema import (
+    archive_ranges,
+    archived_to,
+    archives,
+    events,
+    messages,
+    retention_policies,
+    sessions,
+)
 from ._store import SessionStore
 
 DEFAULT_BATCH: Final = 500
@@ -139,17 +147,7 @@ def _archived(dialect: str) -> sa.ColumnElement[bool]:
             archive_ranges.c.session_id == messages.c.session_id,
             messages.c.seq.between(archive_ranges.c.first_seq, archive_ranges.c.last_seq),
         )
-    run_end = (
-        sa.select(archive_ranges.c.last_seq)
-        .where(
-            archive_ranges.c.session_id == messages.c.session_id,
-            archive_ranges.c.first_seq <= messages.c.seq,
-        )
-        .order_by(archive_ranges.c.first_seq.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    return run_end >= messages.c.seq
+    return archived_to(messages.c.session_id, up_to=messages.c.seq) >= messages.c.seq
 
 
 def _purge_targets(cutoff: datetime, dialect: str) -> sa.Select[Any]:

@@ -304,6 +304,17 @@ archive_ranges: Final = sa.Table(
     sa.Index(None, "archive_id"),
 )
 
+
+def archived_to(session_id: Any, up_to: Any = None) -> sa.ScalarSelect[Any]:
+    """Where a session's archived seqs end (NULL: none archived), or, with `up_to`, the end
+    of the one run that can hold seq `up_to`: runs never overlap, so it is the run starting
+    last (at or before `up_to`), one index seek on the primary key."""
+    found = sa.select(archive_ranges.c.last_seq).where(archive_ranges.c.session_id == session_id)
+    if up_to is not None:
+        found = found.where(archive_ranges.c.first_seq <= up_to)
+    return found.order_by(archive_ranges.c.first_seq.desc()).limit(1).scalar_subquery()
+
+
 # Background compaction (0017): one row per session while a summarizer prepares its next
 # compaction off the request path, then holding the prepared result until a compaction at
 # the trigger commits or discards it. The row is the lease: a second process (or store) never

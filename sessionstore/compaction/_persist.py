@@ -34,6 +34,7 @@ from .._schema import (
     KIND_SUMMARY,
     KIND_TOMBSTONE,
     archive_ranges,
+    archived_to,
     archives,
     compactions,
     events,
@@ -159,13 +160,7 @@ def encode_replaced(
     return encode_archive(map(redact, (archived_record(row) for row in replaced)))
 
 
-# Where the session's archived seqs end so far: runs never overlap, so the one starting last.
-_ARCHIVED_TO: Final = (
-    sa.select(archive_ranges.c.last_seq)
-    .where(archive_ranges.c.session_id == sa.bindparam("sid"))
-    .order_by(archive_ranges.c.first_seq.desc())
-    .limit(1)
-)
+_ARCHIVED_TO: Final = sa.select(archived_to(sa.bindparam("sid", type_=sa.Text)))
 
 
 def _insert_ranges(conn: Connection, session_id: str, seqs: list[int], archive_id: int) -> None:
