@@ -234,13 +234,17 @@ class SQLSession:
         ]
         # Each usage goes to its own call's record; a call whose record was never written
         # (and any usage beyond the pending calls) is stored as a call of unknown input.
-        paired = list(zip(pending, usages, strict=False))
-        calls = [(recorded.result(), model) for (recorded, model), _ in paired if written(recorded)]
-        attached = [usage for (recorded, _), usage in paired if written(recorded)]
-        unknown = [usage for (recorded, _), usage in paired if not written(recorded)]
-        await self.store.record_usage(
-            self.active_session_id, [*attached, *unknown, *usages[len(paired) :]], calls=calls
-        )
+        calls: list[tuple[int, str | None]] = []
+        attached: list[CallUsage] = []
+        lost: list[CallUsage] = []
+        for (recorded, model), usage in zip(pending, usages, strict=False):
+            if written(recorded):
+                calls.append((recorded.result(), model))
+                attached.append(usage)
+            else:
+                lost.append(usage)
+        unknown = [*lost, *usages[len(pending) :]]  # pending holds at most one call a usage
+        await self.store.record_usage(self.active_session_id, [*attached, *unknown], calls=calls)
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
