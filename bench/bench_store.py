@@ -75,6 +75,10 @@ class Contender:
     add_items: Callable[[str, list[Item]], Awaitable[None]]
     get_items: Callable[[str], Awaitable[list[Any]]]
     close: Callable[[], Awaitable[None]]
+    # A new session object for a session id (None: the contender has none). add_items and
+    # get_items keep one per id; bench_scale's fill makes one per batch instead, so 10,000
+    # sessions' objects are not kept alive for the rest of the run.
+    make: Callable[[str], Any] | None = None
 
 
 def _sdk_session_contender(name: str, make: Callable[[str], Any], close: Any) -> Contender:
@@ -91,7 +95,7 @@ def _sdk_session_contender(name: str, make: Callable[[str], Any], close: Any) ->
     async def get(sid: str) -> list[Any]:
         return list(await session(sid).get_items())
 
-    return Contender(name, add, get, close)
+    return Contender(name, add, get, close, make)
 
 
 async def ours(url: str, *, verify_on_load: bool = False) -> Contender:
