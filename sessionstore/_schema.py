@@ -143,7 +143,8 @@ messages: Final = sa.Table(
     sa.Column("digest", sa.LargeBinary, nullable=True),
     # The agent that produced the item in a multi-agent run (0015); NULL when not known.
     sa.Column("agent", sa.Text, nullable=True),
-    sa.CheckConstraint(f"kind IN {ROW_KINDS!r}", name="kind_known"),
+    # Equalities, not IN: SQLite evaluated the IN list at a quarter of an insert's cost (0019).
+    sa.CheckConstraint(" OR ".join(f"kind = '{kind}'" for kind in ROW_KINDS), name="kind_known"),
     sa.CheckConstraint("seq > 0", name="seq_positive"),
     sqlite_with_rowid=False,
 )

@@ -6,9 +6,10 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -19,11 +20,13 @@ from sqlalchemy.engine import Connection
 from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, StoreTimeoutError
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
-from sessionstore._schema import is_search_index, metadata
+from sessionstore._schema import ROW_KINDS, is_search_index, metadata
 from tests.support.database import migrate_to, read_as_it_is
 from tests.support.histories import assistant, message, user
 from tests.support.invariants import assert_session_invariants
 from tests.support.managers import small_window_manager
+
+_T = TypeVar("_T")
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -209,3 +212,83 @@ async def test_0018_folds_members_into_runs_and_back_exactly(fresh_db_url: str) 
     assert all(  # maximal: no run of an archive ends just before its next one starts
         (a1, l1 + 1) != (a2, f2) for (a1, _, l1), (a2, f2, _) in pairwise(runs)
     )
+
+
+_KINDS_IN = "kind IN ('item', 'carry', 'summary', 'tombstone', 'clear')"
+_KINDS_OR = (
+    "kind = 'item' OR kind = 'carry' OR kind = 'summary' OR kind = 'tombstone' OR kind = 'clear'"
+)
+_STORED = "SELECT session_id, seq, kind, payload, digest FROM messages ORDER BY session_id, seq"
+
+
+def _kind_check(connection: Connection) -> str:
+    """SQLite: the whole definition of `messages`; PostgreSQL: the kind check's."""
+    if connection.dialect.name == "sqlite":
+        sql = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'messages'"
+    else:
+        sql = (
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conname = 'ck_messages_kind_known'"
+        )
+    return str(connection.exec_driver_sql(sql).scalar_one())
+
+
+def _accepted_kinds(connection: Connection) -> dict[str, bool]:
+    """Which kinds a new row may have (each tried in a savepoint rolled back after)."""
+    accepted: dict[str, bool] = {}
+    for n, kind in enumerate((*ROW_KINDS, "bogus", "Item", "item ")):
+        attempt = connection.begin_nested()
+        try:
+            connection.execute(
+                sa.text("INSERT INTO messages (session_id, seq, kind) VALUES ('s', :seq, :kind)"),
+                {"seq": 1_000 + n, "kind": kind},
+            )
+            accepted[kind] = True
+        except sa.exc.IntegrityError as error:
+            assert "kind_known" in str(error)
+            accepted[kind] = False
+        attempt.rollback()
+    return accepted
+
+
+async def _write_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
+    database = open_database(resolve_url(url))
+    try:
+        return await database.write(fn)
+    finally:
+        await database.dispose()
+
+
+async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url: str) -> None:
+    """The same kinds accepted and refused at 0018 and at 0019, not a stored byte changed;
+    on SQLite the definition says equalities at 0019 and IN at 0018, and a connection opened
+    before the change sees the new schema version."""
+    async with SessionStore(fresh_db_url, create_tables=True) as store:
+        await store.append("s", [user("hello"), assistant("hi there")])
+    sqlite = fresh_db_url.startswith("sqlite")
+    expected = {**dict.fromkeys(ROW_KINDS, True), "bogus": False, "Item": False, "item ": False}
+    stored = await read_as_it_is(fresh_db_url, lambda c: list(c.exec_driver_sql(_STORED)))
+    assert (_KINDS_OR if sqlite else "ANY") in await read_as_it_is(fresh_db_url, _kind_check)
+    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+
+    await migrate_to(fresh_db_url, "0018", down=True)
+    at_0018 = await read_as_it_is(fresh_db_url, _kind_check)
+    assert (_KINDS_IN in at_0018 and _KINDS_OR not in at_0018) if sqlite else "ANY" in at_0018
+    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+
+    if sqlite:  # a connection that has read the old definition, as another process's would
+        path = fresh_db_url.removeprefix("sqlite:///")
+        other = sqlite3.connect(path)
+        (version,) = other.execute("PRAGMA schema_version").fetchone()
+    await migrate_to(fresh_db_url, head_revision())
+    at_head = await read_as_it_is(fresh_db_url, _kind_check)
+    assert (_KINDS_OR in at_head and _KINDS_IN not in at_head) if sqlite else "ANY" in at_head
+    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+    assert await read_as_it_is(fresh_db_url, lambda c: list(c.exec_driver_sql(_STORED))) == stored
+    if sqlite:
+        assert other.execute("PRAGMA schema_version").fetchone() == (version + 1,)
+        assert other.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        other.close()
+    async with SessionStore(fresh_db_url) as store:
+        await store.append("s", [user("after")])
+        await assert_session_invariants(store, "s")
