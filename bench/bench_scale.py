@@ -152,6 +152,8 @@ async def throughput(contenders: list[Contender], turns: int, batches: int) -> N
     items = batches * len(BATCH)
     for name, seconds in deferred.items():
         later = statistics.median(seconds)
+        if not later:  # nothing deferred (PostgreSQL indexes inside the append)
+            continue
         appends = items / results[name]
         print(
             f"  {name}: then indexes those {items:,} rows for search, {later * 1000:.1f} ms"
