@@ -292,3 +292,55 @@ async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url
     async with SessionStore(fresh_db_url) as store:
         await store.append("s", [user("after")])
         await assert_session_invariants(store, "s")
+
+
+async def test_0019_and_back_while_another_connection_writes(sqlite_url: str) -> None:
+    """Another connection (another process's, as far as SQLite knows) commits all along while
+    0019 is applied and undone: none of its commits fails, an unknown kind is refused at
+    every moment, and the file stays consistent."""
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        await store.append("s", [user("hello")])
+    path = sqlite_url.removeprefix("sqlite:///")
+    stop = threading.Event()
+    committed: list[int] = []
+    failures: list[str] = []
+
+    def write() -> None:
+        other = sqlite3.connect(path, isolation_level=None, timeout=30)
+        other.create_function("sessionstore_maintenance", 0, lambda: 0)
+        insert = "INSERT INTO messages (session_id, seq, kind) VALUES ('s', ?, ?)"
+        seq = 1_000
+        try:
+            while not stop.is_set() or not committed:
+                other.execute("BEGIN IMMEDIATE")
+                other.execute(insert, (seq, "clear"))
+                try:
+                    other.execute(insert, (seq + 1, "x"))
+                    failures.append(f"kind 'x' accepted at seq {seq + 1}")
+                except sqlite3.IntegrityError as error:
+                    if "kind_known" not in str(error):
+                        failures.append(str(error))
+                other.execute("COMMIT")
+                committed.append(seq)
+                seq += 2
+            failures.extend(
+                row for (row,) in other.execute("PRAGMA integrity_check") if row != "ok"
+            )
+        except Exception as error:  # the test's thread must hear of it
+            failures.append(repr(error))
+        finally:
+            other.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for _ in range(3):
+            await migrate_to(sqlite_url, "0018", down=True)
+            await migrate_to(sqlite_url, head_revision())
+    finally:
+        stop.set()
+        writer.join()
+    assert failures == []
+    assert committed
+    definition = await read_as_it_is(sqlite_url, _kind_check)
+    assert _KINDS_OR in definition and _KINDS_IN not in definition
