@@ -108,7 +108,8 @@ async def ours(url: str, *, verify_on_load: bool = False) -> Contender:
     await store.ensure_ready()
     name = "sessionstore+verify" if verify_on_load else "sessionstore"
     contender = _sdk_session_contender(name, lambda sid: SQLSession(sid, store), store.close)
-    contender.settle = store.database.catch_up_search_index
+    if store.database.dialect == "sqlite":  # PostgreSQL indexes inside the append
+        contender.settle = store.database.catch_up_search_index
     return contender
 
 
@@ -251,6 +252,9 @@ async def bench_get(
         for _ in range(size // len(batch)):
             await c.add_items(sid, batch)
         assert len(await c.get_items(sid)) == size, c.name
+    for c in contenders:  # what they deferred (our search index) runs now, not in the timing
+        if c.settle is not None:
+            await c.settle()
     gc.collect()
     gc.freeze()
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
