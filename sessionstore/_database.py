@@ -249,6 +249,11 @@ class Database(Protocol):
         process may have moved it since), or None if it keeps none."""
         ...
 
+    def appended(self, session_id: str, tokens: int) -> None:
+        """A committed write of this store other than `append_batch` appended `tokens` to
+        the session's total: move the known total with it (`append_batch` does so itself)."""
+        ...
+
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
         """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
         context, payloads as JSON text, in one statement; `lineage` includes the rows a
@@ -416,6 +421,9 @@ class SQLiteDatabase:
 
     def known_total(self, session_id: str) -> int | None:
         return self._totals.get(session_id)
+
+    def appended(self, session_id: str, tokens: int) -> None:
+        self._totals.appended(session_id, tokens)
 
     def _record_here(self, record: CallRecord) -> Future[tuple[int | None, int]] | None:
         """The record run on the caller's thread, on the writer's connection, when the writer
@@ -738,6 +746,9 @@ class PostgresDatabase:
 
     def known_total(self, session_id: str) -> int | None:
         return self._totals.get(session_id)
+
+    def appended(self, session_id: str, tokens: int) -> None:
+        self._totals.appended(session_id, tokens)
 
     async def record_call(self, record: CallRecord) -> int | None:
         check_writable(self.read_only, self._where)

@@ -17,8 +17,10 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def keeps_totals(fn: _F) -> _F:
-    """Mark a write transaction that never changes a session's token total (usage, events,
-    metadata): a known total survives it. Any other write forgets what it may have moved."""
+    """Mark a write transaction after which a known total is still right: it never changes a
+    session's token total (usage, events, metadata), or its caller moves the known total by
+    what it appended once it commits (the general append). Any other write forgets what it
+    may have moved."""
     setattr(fn, _KEEPS, True)
     return fn
 

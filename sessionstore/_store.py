@@ -216,6 +216,7 @@ def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> 
     return known
 
 
+@keeps_totals  # the store moves the known total by the batch's tokens once it commits
 def _tx_append_general(
     conn: Connection,
     batch: Batch,
@@ -697,9 +698,11 @@ class SessionStore:
         self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]
     ) -> list[int]:
         if originals or self.session_keys.encrypt_new:
-            return await self.database.write(
+            seqs = await self.database.write(
                 _tx_append_general, batch, originals, self.session_keys
             )
+            self.database.appended(batch.session_id, sum(batch.counts))  # as the hot path does
+            return seqs
         return await self.database.append_batch(batch, self.session_keys)
 
     async def _name_late_outputs(self, session_id: str, infos: list[ItemInfo]) -> list[ItemInfo]:

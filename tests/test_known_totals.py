@@ -4,6 +4,7 @@ its own appends, and a bounded number of sessions."""
 from __future__ import annotations
 
 from sessionstore import CallUsage, SessionStore, _known_totals
+from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._known_totals import KnownTotals, keeps_totals
 from tests.support.histories import assistant, user
 
@@ -51,8 +52,8 @@ def test_a_write_that_may_move_a_total_forgets_it() -> None:
 
 async def test_the_store_forgets_a_total_its_other_writes_moved(db_url: str) -> None:
     """What the pre-flight decides from without a read: a record's total moved by the hot
-    path's appends, kept by usage, forgotten by an append that took the general path (here:
-    with an original archived beside a truncated item) or a compaction-like rewrite."""
+    path's appends and by those of the general path (here: an original archived beside a
+    truncated item), kept by usage, forgotten by a rewrite such as a clear."""
     async with SessionStore(db_url, create_tables=True) as store:
         await store.append("s", [user("hello")])
         assert store.known_context_tokens("s") is None
@@ -64,8 +65,20 @@ async def test_the_store_forgets_a_total_its_other_writes_moved(db_url: str) -> 
         await store.record_usage("s", [CallUsage(100, 0, 10, 0)], calls=[(call, "m")])
         assert store.known_context_tokens("s") == await store.context_tokens("s")
         await store.append("s", [user("short")], originals={0: user("the long original")})
-        assert store.known_context_tokens("s") is None
-        await store.record_model_call("s", [user("hello")])
         assert store.known_context_tokens("s") == await store.context_tokens("s")
         await store.clear("s")
         assert store.known_context_tokens("s") is None
+
+
+async def test_an_encrypted_store_keeps_its_totals_across_appends(db_url: str) -> None:
+    """Sealed appends take the general path: the total a record read moves with them, so the
+    pre-flight of an encrypted store need not wait for its record either."""
+    keyring = Keyring([LocalKey("k1", bytes(range(32)))])
+    async with SessionStore(
+        db_url, create_tables=True, keyring=keyring, encrypt_payloads=True
+    ) as store:
+        await store.append("s", [user("hello")])
+        await store.record_model_call("s", [user("hello")])
+        for turn in range(3):
+            await store.append("s", [assistant(f"reply {turn} " * 20), user("next")])
+            assert store.known_context_tokens("s") == await store.context_tokens("s")
