@@ -170,8 +170,8 @@ def _insert_ranges(conn: Connection, session_id: str, seqs: list[int], archive_i
     that does not (a database edited by hand) is refused, as the one-row-per-seq key of
     0017 refused a row archived twice: retention reads runs as disjoint."""
     runs = spans(seqs)
-    archived_to = conn.execute(_ARCHIVED_TO, {"sid": session_id}).scalar()
-    if archived_to is not None and runs[0][0] <= archived_to:
+    archived_end = conn.execute(_ARCHIVED_TO, {"sid": session_id}).scalar()
+    if archived_end is not None and runs[0][0] <= archived_end:
         raise StoreError(
             "a compaction would archive rows of the session that an archive already holds "
             "(archive_ranges overlap); nothing was written"
