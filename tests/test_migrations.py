@@ -6,10 +6,9 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -21,12 +20,10 @@ from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, St
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
 from sessionstore._schema import ROW_KINDS, is_search_index, metadata
-from tests.support.database import migrate_to, read_as_it_is
+from tests.support.database import migrate_to, read_as_it_is, write_as_it_is
 from tests.support.histories import assistant, message, user
 from tests.support.invariants import assert_session_invariants
 from tests.support.managers import small_window_manager
-
-_T = TypeVar("_T")
 
 
 def _diff(connection: Connection) -> list[object]:
@@ -251,14 +248,6 @@ def _accepted_kinds(connection: Connection) -> dict[str, bool]:
     return accepted
 
 
-async def _write_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
-    database = open_database(resolve_url(url))
-    try:
-        return await database.write(fn)
-    finally:
-        await database.dispose()
-
-
 async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url: str) -> None:
     """The same kinds accepted and refused at 0018 and at 0019, not a stored byte changed;
     on SQLite the definition says equalities at 0019 and IN at 0018, and a connection opened
@@ -269,12 +258,12 @@ async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url
     expected = {**dict.fromkeys(ROW_KINDS, True), "bogus": False, "Item": False, "item ": False}
     stored = await read_as_it_is(fresh_db_url, lambda c: list(c.exec_driver_sql(_STORED)))
     assert (_KINDS_OR if sqlite else "ANY") in await read_as_it_is(fresh_db_url, _kind_check)
-    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+    assert await write_as_it_is(fresh_db_url, _accepted_kinds) == expected
 
     await migrate_to(fresh_db_url, "0018", down=True)
     at_0018 = await read_as_it_is(fresh_db_url, _kind_check)
     assert (_KINDS_IN in at_0018 and _KINDS_OR not in at_0018) if sqlite else "ANY" in at_0018
-    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+    assert await write_as_it_is(fresh_db_url, _accepted_kinds) == expected
 
     if sqlite:  # a connection that has read the old definition, as another process's would
         path = fresh_db_url.removeprefix("sqlite:///")
@@ -283,7 +272,7 @@ async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url
     await migrate_to(fresh_db_url, head_revision())
     at_head = await read_as_it_is(fresh_db_url, _kind_check)
     assert (_KINDS_OR in at_head and _KINDS_IN not in at_head) if sqlite else "ANY" in at_head
-    assert await _write_as_it_is(fresh_db_url, _accepted_kinds) == expected
+    assert await write_as_it_is(fresh_db_url, _accepted_kinds) == expected
     assert await read_as_it_is(fresh_db_url, lambda c: list(c.exec_driver_sql(_STORED))) == stored
     if sqlite:
         assert other.execute("PRAGMA schema_version").fetchone() == (version + 1,)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
 from sessionstore._append_only import maintenance
-from sessionstore._database import open_database, resolve_url
+from sessionstore._database import Database, open_database, resolve_url
 from sessionstore._migrations import downgrade, upgrade
 from sessionstore._schema import archives, events, messages, sessions
 
@@ -53,23 +53,34 @@ async def edit_rows(store: SessionStore, *statements: sa.Executable) -> None:
         await conn.run_sync(run)
 
 
-async def read_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
-    """`fn(connection)` on the database at `url` at whatever revision it is (a store would
-    refuse an old one, or migrate it)."""
+@contextlib.asynccontextmanager
+async def _as_it_is(url: str) -> AsyncIterator[Database]:
+    """The database at `url` at whatever revision it is (a store would refuse an old one, or
+    migrate it), disposed after."""
     database = open_database(resolve_url(url))
     try:
-        return await database.read(fn)
+        yield database
     finally:
         await database.dispose()
+
+
+async def read_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
+    """`fn(connection)` on the database at `url`, whatever its revision."""
+    async with _as_it_is(url) as database:
+        return await database.read(fn)
+
+
+async def write_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
+    """`fn(connection)` in a write transaction on the database at `url`, whatever its
+    revision."""
+    async with _as_it_is(url) as database:
+        return await database.write(fn)
 
 
 async def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
     """Upgrade (or with `down`, downgrade) the database at `url` to `revision`."""
-    database = open_database(resolve_url(url))
-    try:
+    async with _as_it_is(url) as database:
         await (downgrade(database, revision) if down else upgrade(database, revision))
-    finally:
-        await database.dispose()
 
 
 async def age(store: SessionStore, session_id: str, when: datetime) -> None:
