@@ -60,6 +60,7 @@ from bench_store import (
     ours,
     sdk_sqlalchemy,
     sdk_sqlite,
+    settled,
     turn,
 )
 from bench_store import _report as report_latency
@@ -81,18 +82,8 @@ async def _turns_per_second(contender: Contender, sessions: int, turns: int, tag
     started = time.perf_counter()
     await asyncio.gather(*(agent(s) for s in range(sessions)))
     elapsed = time.perf_counter() - started
-    await _settled(contender)
+    await settled(contender)
     return sessions * turns / elapsed
-
-
-async def _settled(contender: Contender) -> float:
-    """Run the work `contender` deferred past its timed calls now (see Contender.settle);
-    the seconds it took."""
-    if contender.settle is None:
-        return 0.0
-    started = time.perf_counter()
-    await contender.settle()
-    return time.perf_counter() - started
 
 
 async def _bulk_items_per_second(
@@ -104,7 +95,7 @@ async def _bulk_items_per_second(
         await contender.add_items(f"{tag}-{b}", BATCH)
     elapsed = time.perf_counter() - started
     if contender.settle is not None:
-        deferred.setdefault(contender.name, []).append(await _settled(contender))
+        deferred.setdefault(contender.name, []).append(await settled(contender))
     return batches * len(BATCH) / elapsed
 
 
@@ -262,8 +253,8 @@ async def table_size(sized: list[Sized], rows: int, repeats: int) -> None:
         # used one connection at a time.
         await _fill(s.empty.add_items, empty_load + empty_append)
         fill_s[s.full.name] = await _fill(s.fill, filled)
-        await _settled(s.empty)  # the rest of what the fills deferred, before any probe
-        await _settled(s.full)
+        await settled(s.empty)  # the rest of what the fills deferred, before any probe
+        await settled(s.full)
         print(f"  filled {s.full.name}: {fill_s[s.full.name]:.1f} s", flush=True)
     step = sessions // (2 * PROBES)  # probes spread evenly over the filled sessions
     full_load = [filled[(2 * k) * step] for k in range(PROBES)]
