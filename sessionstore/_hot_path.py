@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -100,6 +100,33 @@ _SQLITE_INSERT_ITEM_SQL: Final = sqlite_sql(
 _SQLITE_INSERT_NAMED_SQL: Final = sqlite_sql(
     messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
 )
+# The sqlite3 driver binds an int, a str or a bytearray as it is, but looks any other value
+# (None, bytes, a bool) up in its adapter registry first: about 1 us a value, and a plain
+# row had seven of them, half its insert. A plain batch (no sealed payloads) binds none:
+# a missing text is passed as the integer 0 and NULLIF turns it back into NULL (a text
+# column never holds the integer 0: the text '0' is not equal to it), the digests go as
+# bytearrays, `protected` as an int, and the kind and the absent sealed payload are left to
+# the statement (a literal, the column's default).
+_NULLABLE_TEXT: Final = frozenset({"role", "item_type", "tool_name", "call_id", "append_token"})
+_PLAIN_COLUMNS: Final = tuple(name for name in HOT_COLUMNS if name != "payload_sealed")
+
+
+def _plain_insert_sql(columns: Sequence[str]) -> str:
+    """The INSERT of plain rows into `columns` (see above): bound values, NULLIF for the
+    texts that may be missing, the kind a literal."""
+    values = [
+        f"'{KIND_ITEM}'" if name == "kind" else "NULLIF(?, 0)" if name in _NULLABLE_TEXT else "?"
+        for name in columns
+    ]
+    assert set(columns) <= set(messages.c.keys()), columns
+    return f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join(values)})"
+
+
+_SQLITE_INSERT_PLAIN_SQL: Final = _plain_insert_sql(_PLAIN_COLUMNS[:-1])
+_SQLITE_INSERT_PLAIN_NAMED_SQL: Final = _plain_insert_sql(_PLAIN_COLUMNS)
+# A session whose chain exists moves its head only (bytearray: see above); a new chain also
+# stores where it starts and its wrapped key.
+_SQLITE_MOVE_HEAD_SQL: Final = "UPDATE sessions SET chain_head = ? WHERE session_id = ?"
 _SQLITE_ADVANCE_CHAIN_SQL: Final = """
     UPDATE sessions SET chain_head = ?, chain_start_seq = coalesce(chain_start_seq, ?),
         chain_kek_id = coalesce(chain_kek_id, ?), chain_wrapped_key = coalesce(chain_wrapped_key, ?)
@@ -302,22 +329,59 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
         last = session["last_seq"]
         first = last - size + 1
         prepared = prepared_rows(batch, first, session, keys)
+        if session["payload_wrapped_key"] is None:
+            insert = (
+                _SQLITE_INSERT_PLAIN_SQL if batch.agent is None else _SQLITE_INSERT_PLAIN_NAMED_SQL
+            )
+            cursor.executemany(insert, _plain_values(batch, first, prepared))
+        else:
+            insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
+            cursor.executemany(insert, _hot_values(batch, first, prepared))
         chained = prepared.session
-        insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
-        cursor.executemany(insert, _hot_values(batch, first, prepared))
-        cursor.execute(
-            _SQLITE_ADVANCE_CHAIN_SQL,
-            (
-                chained["chain_head"],
-                chained.get("chain_start_seq"),
-                chained.get("chain_kek_id"),
-                chained.get("chain_wrapped_key"),
-                batch.session_id,
-            ),
-        )
+        if len(chained) == 1:  # the head only: the chain existed
+            cursor.execute(
+                _SQLITE_MOVE_HEAD_SQL, (bytearray(chained["chain_head"]), batch.session_id)
+            )
+        else:
+            cursor.execute(
+                _SQLITE_ADVANCE_CHAIN_SQL,
+                (
+                    chained["chain_head"],
+                    chained.get("chain_start_seq"),
+                    chained.get("chain_kek_id"),
+                    chained.get("chain_wrapped_key"),
+                    batch.session_id,
+                ),
+            )
     finally:
         cursor.close()
     return list(range(first, last + 1))
+
+
+def _plain_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
+    """The rows of a plain batch in _PLAIN_COLUMNS order, as _SQLITE_INSERT_PLAIN_SQL binds
+    them: 0 for a missing text, bytearray digests, an int for `protected`."""
+    session_id, protected, token = batch.session_id, batch.protected, batch.token
+    named = () if batch.agent is None else (batch.agent,)
+    bodies = cast(list[bytes], prepared.bodies)  # a plain payload always has its digest
+    for offset, (info, count, payload, body, digest) in enumerate(
+        zip(batch.infos, batch.counts, prepared.payloads, bodies, prepared.digests, strict=True)
+    ):
+        yield (
+            session_id,
+            first + offset,
+            0 if info.role is None else info.role,
+            0 if info.item_type is None else info.item_type,
+            0 if info.tool_name is None else info.tool_name,
+            0 if info.call_id is None else info.call_id,
+            count,
+            1 if protected or info.protected else 0,
+            payload,
+            0 if offset else token,
+            bytearray(body),
+            bytearray(digest),
+            *named,
+        )
 
 
 def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:

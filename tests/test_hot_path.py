@@ -1,0 +1,73 @@
+"""SQLite's append statement binds only values its driver takes as they are (0 standing for
+NULL, bytearray digests, an int flag): rows must be stored exactly as the general write path
+stores them, value and type, or loads, searches and the chain would see other rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sessionstore import SessionStore
+
+# Texts the NULL stand-in must not swallow: "0", "", a number-like call id.
+_ITEMS: list[dict[str, Any]] = [
+    {"role": "user", "content": "0"},
+    {"type": "function_call", "name": "0", "call_id": "0", "arguments": ""},
+    {"type": "function_call_output", "call_id": "0", "output": "0"},
+    {"type": "function_call", "name": "lookup", "call_id": "12", "arguments": "{}"},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+    {"type": "reasoning", "summary": []},
+]
+_COLUMNS = (
+    "kind",
+    "role",
+    "item_type",
+    "tool_name",
+    "call_id",
+    "tokens",
+    "protected",
+    "payload",
+    "payload_sealed",
+    "payload_digest",
+    "ref_seq",
+    "agent",
+)
+
+
+def _stored(path: Path, session_id: str) -> list[tuple[Any, ...]]:
+    """Each row's columns with SQLite's type of each value."""
+    selected = ", ".join(f"{name}, typeof({name})" for name in _COLUMNS)
+    with sqlite3.connect(path) as conn:
+        return conn.execute(
+            f"SELECT {selected}, typeof(digest), length(digest), "
+            "append_token IS NOT NULL FROM messages WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+
+async def test_plain_rows_are_stored_as_the_general_path_stores_them(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    async with SessionStore(f"sqlite:///{path}", create_tables=True) as store:
+        for protected in (False, True):
+            for agent in (None, "planner"):
+                hot, general = f"hot-{protected}-{agent}", f"general-{protected}-{agent}"
+                await store.append(hot, _ITEMS, protected=protected, agent=agent)
+                # An archived original sends an append down the general write path.
+                await store.append(
+                    general, _ITEMS, protected=protected, agent=agent, originals={0: _ITEMS[0]}
+                )
+                assert _stored(path, hot) == _stored(path, general)
+                assert (await store.verify_history(hot)).problems == []
+        rows = _stored(path, "hot-False-None")
+    by_name = [dict(zip(_COLUMNS, row[0 : 2 * len(_COLUMNS) : 2], strict=True)) for row in rows]
+    assert [(row["tool_name"], row["call_id"]) for row in by_name[:3]] == [
+        (None, None),
+        ("0", "0"),
+        ("0", "0"),
+    ]
+    types = [dict(zip(_COLUMNS, row[1 : 2 * len(_COLUMNS) : 2], strict=True)) for row in rows]
+    assert types[0]["tool_name"] == "null" and types[1]["tool_name"] == "text"
+    assert {row["protected"] for row in types} == {"integer"}
+    assert {row["payload_digest"] for row in types} == {"blob"}
+    assert [row[-1] for row in rows] == [1, 0, 0, 0, 0, 0]  # the batch token: first row only
