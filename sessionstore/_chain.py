@@ -96,11 +96,15 @@ def agent_part(agent: str | None) -> str:
 
 
 def _mac(key: bytes, previous: bytes, encoded: str, body: bytes | None) -> bytes:
-    mac = _keyed(key).copy()  # the key schedule once per key, not once per row
-    mac.update(previous)
-    mac.update(encoded.encode("utf-8", "surrogatepass"))
-    mac.update(b"-" if body is None else body)
-    return mac.digest()
+    """HMAC-SHA256(key, previous + encoded + body), from the key's two padded hashes."""
+    inner_start, outer_start = _keyed(key)
+    inner = inner_start.copy()
+    inner.update(previous)
+    inner.update(encoded.encode("utf-8", "surrogatepass"))
+    inner.update(b"-" if body is None else body)
+    outer = outer_start.copy()
+    outer.update(inner.digest())
+    return outer.digest()
 
 
 def extend_plain(
@@ -163,9 +167,16 @@ def _encoded(fields: Sequence[Any]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _keyed(key: bytes) -> hmac.HMAC:
-    """An HMAC-SHA256 object keyed with `key` and fed nothing yet, to copy per row."""
-    return hmac.new(key, digestmod=hashlib.sha256)
+def _keyed(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """HMAC-SHA256's inner and outer hashes for `key` (RFC 2104), fed the padded key and
+    nothing else, to copy per row: the key schedule once per key, and per row only C calls
+    (`hmac.HMAC.copy` and its updates are Python code: 4.0 against 2.2 us a row). A property
+    test holds every digest equal to `hmac`'s."""
+    block = hashlib.sha256().block_size
+    padded = (hashlib.sha256(key).digest() if len(key) > block else key).ljust(block, b"\0")
+    inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in padded))
+    outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in padded))
+    return inner, outer
 
 
 def extend(key: bytes, head: bytes, rows: Sequence[dict[str, Any]]) -> bytes:

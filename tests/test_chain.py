@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore._chain import PUBLIC_KEY, extend, extend_plain, genesis
+from sessionstore._chain import PUBLIC_KEY, _mac, extend, extend_plain, genesis
 
 _text = st.text(max_size=30)
 _maybe = st.none() | _text
@@ -91,3 +93,18 @@ def test_the_agent_is_part_of_the_digest(agent: str, other: str) -> None:
     named = extend(PUBLIC_KEY, head, [_one_row(agent=agent)])
     assert named != extend(PUBLIC_KEY, head, [_one_row()])
     assert (named == extend(PUBLIC_KEY, head, [_one_row(agent=other)])) == (agent == other)
+
+
+@given(
+    key=st.binary(max_size=150),  # shorter than, equal to and longer than SHA-256's block
+    previous=st.binary(max_size=40),
+    encoded=st.text(max_size=60),
+    body=st.none() | st.binary(min_size=32, max_size=32),
+)
+def test_a_row_digest_is_the_standard_hmac(
+    key: bytes, previous: bytes, encoded: str, body: bytes | None
+) -> None:
+    # The chain builds HMAC-SHA256 from the key's padded hashes (no Python code per row);
+    # every digest must be the standard one, or stored chains would stop verifying.
+    message = previous + encoded.encode("utf-8", "surrogatepass") + (b"-" if body is None else body)
+    assert _mac(key, previous, encoded, body) == hmac.new(key, message, hashlib.sha256).digest()
