@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore import SessionStore
+from sessionstore._schema import messages
 
 # Texts the NULL stand-in must not swallow: "0", "", a number-like call id.
 _ITEMS: list[dict[str, Any]] = [
@@ -19,19 +20,13 @@ _ITEMS: list[dict[str, Any]] = [
     {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
     {"type": "reasoning", "summary": []},
 ]
-_COLUMNS = (
-    "kind",
-    "role",
-    "item_type",
-    "tool_name",
-    "call_id",
-    "tokens",
-    "protected",
-    "payload",
-    "payload_sealed",
-    "payload_digest",
-    "ref_seq",
-    "agent",
+# Every column but those that differ between the two sessions by design: the id, the digest
+# (it covers the id), the batch token, the time written, and the archive the general path's
+# original went to.
+_COLUMNS = tuple(
+    column.name
+    for column in messages.c
+    if column.name not in {"session_id", "digest", "append_token", "created_at", "archive_id"}
 )
 
 
