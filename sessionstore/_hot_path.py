@@ -1,8 +1,9 @@
 """The two hot paths, per backend: append a batch and read the active context.
 
-Each is one driver-level statement (or two on SQLite, inside one transaction) built
-once at import from the Core tables, because SQLAlchemy's per-statement work would
-double an append. The `Database` of each backend runs them; the store only says what.
+Each is one driver-level statement (an append is three on SQLite, inside one transaction)
+built once at import, from the Core tables where they can say it, because SQLAlchemy's
+per-statement work would double an append. The `Database` of each backend runs them; the
+store only says what.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from sessionstore import SessionStore
 from sessionstore._schema import messages
 
-# Texts the NULL stand-in must not swallow: "0", "", a number-like call id.
+# Column texts the NULL stand-in (the integer 0) must not swallow: "0", a number-like call id.
 _ITEMS: list[dict[str, Any]] = [
     {"role": "user", "content": "0"},
     {"type": "function_call", "name": "0", "call_id": "0", "arguments": ""},
