@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,7 +41,7 @@ HOT_COLUMNS: Final = tuple(
     if column.name in {*ITEM_COLUMNS, "payload_sealed", "payload_digest", "digest"}
 )
 assert (
-    (  # the order _hot_values yields
+    (  # the order _row_values yields
         *ITEM_COLUMNS[:10],
         "payload_sealed",
         "append_token",
@@ -92,39 +92,40 @@ def sqlite_sql(statement: Any, expected_params: Sequence[str], **compile_kw: Any
 _SQLITE_UPSERT_SQL: Final = sqlite_sql(
     APPEND_UPSERT["sqlite"], ("sid", "count", "tokens", "count", "encoding")
 )
-# A batch that names no agent is inserted without the agent column: the statement (and
-# its cost) is the one from before migration 0015, and it still runs on a database rolled
-# back below it.
-_SQLITE_INSERT_ITEM_SQL: Final = sqlite_sql(
-    messages.insert(), HOT_COLUMNS[:-1], column_keys=list(HOT_COLUMNS[:-1])
-)
-_SQLITE_INSERT_NAMED_SQL: Final = sqlite_sql(
-    messages.insert(), HOT_COLUMNS, column_keys=list(HOT_COLUMNS)
-)
 # The sqlite3 driver binds an int, a str or a bytearray as it is, but looks any other value
 # (None, bytes, a bool) up in its adapter registry first: about 1 us a value, and a plain
-# row had seven of them, half its insert. A plain batch (no sealed payloads) binds none:
-# a missing text is passed as the integer 0 and NULLIF turns it back into NULL (a text
-# column never holds the integer 0: the text '0' is not equal to it), the digests go as
-# bytearrays, `protected` as an int, and the kind and the absent sealed payload are left to
-# the statement (a literal, the column's default).
-_NULLABLE_TEXT: Final = frozenset({"role", "item_type", "tool_name", "call_id", "append_token"})
-_PLAIN_COLUMNS: Final = tuple(name for name in HOT_COLUMNS if name != "payload_sealed")
+# row had seven of them, half its insert. So the append binds none: a missing value is
+# passed as the integer 0 and NULLIF turns it back into NULL (no column it is used for holds
+# the integer 0: a text or blob is never equal to it), bytes go as bytearrays, `protected`
+# as an int, and the kind is a literal. A batch that names no agent is inserted without the
+# agent column: the statement (and its cost) is the one from before migration 0015, and it
+# still runs on a database rolled back below it.
+_NULLABLE: Final = frozenset(
+    {
+        "role",
+        "item_type",
+        "tool_name",
+        "call_id",
+        "payload",
+        "payload_sealed",
+        "append_token",
+        "payload_digest",
+    }
+)
 
 
-def _plain_insert_sql(columns: Sequence[str]) -> str:
-    """The INSERT of plain rows into `columns` (see above): bound values, NULLIF for the
-    texts that may be missing, the kind a literal."""
+def _insert_sql(columns: Sequence[str]) -> str:
+    """The INSERT of an append's rows into `columns` (see above): bound values, NULLIF for
+    those that may be missing, the kind a literal."""
     values = [
-        f"'{KIND_ITEM}'" if name == "kind" else "NULLIF(?, 0)" if name in _NULLABLE_TEXT else "?"
+        f"'{KIND_ITEM}'" if name == "kind" else "NULLIF(?, 0)" if name in _NULLABLE else "?"
         for name in columns
     ]
-    assert set(columns) <= set(messages.c.keys()), columns
     return f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join(values)})"
 
 
-_SQLITE_INSERT_PLAIN_SQL: Final = _plain_insert_sql(_PLAIN_COLUMNS[:-1])
-_SQLITE_INSERT_PLAIN_NAMED_SQL: Final = _plain_insert_sql(_PLAIN_COLUMNS)
+_SQLITE_INSERT_ITEM_SQL: Final = _insert_sql(HOT_COLUMNS[:-1])
+_SQLITE_INSERT_NAMED_SQL: Final = _insert_sql(HOT_COLUMNS)
 # A session whose chain exists moves its head only (bytearray: see above); a new chain also
 # stores where it starts and its wrapped key.
 _SQLITE_MOVE_HEAD_SQL: Final = "UPDATE sessions SET chain_head = ? WHERE session_id = ?"
@@ -330,14 +331,8 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
         last = session["last_seq"]
         first = last - size + 1
         prepared = prepared_rows(batch, first, session, keys)
-        if session["payload_wrapped_key"] is None:
-            insert = (
-                _SQLITE_INSERT_PLAIN_SQL if batch.agent is None else _SQLITE_INSERT_PLAIN_NAMED_SQL
-            )
-            cursor.executemany(insert, _plain_values(batch, first, prepared))
-        else:
-            insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
-            cursor.executemany(insert, _hot_values(batch, first, prepared))
+        insert = _SQLITE_INSERT_ITEM_SQL if batch.agent is None else _SQLITE_INSERT_NAMED_SQL
+        cursor.executemany(insert, _row_values(batch, first, prepared))
         chained = prepared.session
         if len(chained) == 1:  # the head only: the chain existed
             cursor.execute(
@@ -359,14 +354,21 @@ def sqlite_append(conn: sqlite3.Connection, batch: Batch, keys: SessionKeys) -> 
     return list(range(first, last + 1))
 
 
-def _plain_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
-    """The rows of a plain batch in _PLAIN_COLUMNS order, as _SQLITE_INSERT_PLAIN_SQL binds
-    them: 0 for a missing text, bytearray digests, an int for `protected`."""
+def _row_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
+    """The rows in HOT_COLUMNS order (the agent only when the batch names one), as the
+    insert binds them: 0 for a missing value, bytearrays for bytes, an int for `protected`."""
     session_id, protected, token = batch.session_id, batch.protected, batch.token
     named = () if batch.agent is None else (batch.agent,)
-    bodies = cast(list[bytes], prepared.bodies)  # a plain payload always has its digest
-    for offset, (info, count, payload, body, digest) in enumerate(
-        zip(batch.infos, batch.counts, prepared.payloads, bodies, prepared.digests, strict=True)
+    for offset, (info, count, payload, sealed, body, digest) in enumerate(
+        zip(
+            batch.infos,
+            batch.counts,
+            prepared.payloads,
+            prepared.sealed,
+            prepared.bodies,
+            prepared.digests,
+            strict=True,
+        )
     ):
         yield (
             session_id,
@@ -377,28 +379,13 @@ def _plain_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[
             0 if info.call_id is None else info.call_id,
             count,
             1 if protected or info.protected else 0,
-            payload,
+            0 if payload is None else payload,
+            0 if sealed is None else bytearray(sealed),
             0 if offset else token,
-            bytearray(body),
+            0 if body is None else bytearray(body),
             bytearray(digest),
             *named,
         )
-
-
-def _hot_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tuple[Any, ...]]:
-    """The rows in HOT_COLUMNS order: the batch's own columns with the prepared payload (None
-    once sealed), then the sealed payload, the batch token, the payload digest, digest and,
-    when the batch names one, the agent."""
-    named = () if batch.agent is None else (batch.agent,)
-    for row, payload, sealed, body, digest in zip(
-        batch.rows(first),
-        prepared.payloads,
-        prepared.sealed,
-        prepared.bodies,
-        prepared.digests,
-        strict=True,
-    ):
-        yield (*row[:9], payload, sealed, row[10], body, digest, *named)
 
 
 def sqlite_active_rows(

@@ -1,6 +1,7 @@
 """SQLite's append statement binds only values its driver takes as they are (0 standing for
-NULL, bytearray digests, an int flag): rows must be stored exactly as the general write path
-stores them, value and type, or loads, searches and the chain would see other rows."""
+NULL, bytearrays for bytes, an int flag): rows, plain or sealed, must be stored exactly as the
+general write path stores them, value and type, or loads, searches and the chain would see
+other rows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore import SessionStore
+from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._schema import messages
 
 # Column texts the NULL stand-in (the integer 0) must not swallow: "0", a number-like call id.
@@ -66,3 +68,33 @@ async def test_plain_rows_are_stored_as_the_general_path_stores_them(tmp_path: P
     assert {row["protected"] for row in types} == {"integer"}
     assert {row["payload_digest"] for row in types} == {"blob"}
     assert [row[-1] for row in rows] == [1, 0, 0, 0, 0, 0]  # the batch token: first row only
+
+
+async def test_sealed_rows_are_stored_as_the_general_path_stores_them(tmp_path: Path) -> None:
+    """A session sealed earlier and appended to by a store that seals nothing new: its rows
+    take the append statement, sealed; each column as the general path writes it (the sealed
+    bytes and their digest differ by their random nonce: their type and size must not)."""
+    path = tmp_path / "sessions.db"
+    url = f"sqlite:///{path}"
+    keyring = Keyring([LocalKey("k1", bytes(range(32)))])
+    async with SessionStore(url, create_tables=True, keyring=keyring, encrypt_payloads=True) as s:
+        for session in ("hot", "general"):
+            await s.append(session, [{"role": "user", "content": "sealed from the start"}])
+        await s.append("general", _ITEMS)  # an encrypting store: the general path
+    async with SessionStore(url, keyring=keyring) as store:
+        await store.append("hot", _ITEMS)  # seals nothing new: the append statement
+        assert (await store.verify_history("hot")).problems == []
+        assert (await store.load_context("hot"))[1:] == _ITEMS
+    hot, general = _stored(path, "hot"), _stored(path, "general")
+    sealed_at = 2 * _COLUMNS.index("payload_sealed")
+    digest_at = 2 * _COLUMNS.index("payload_digest")
+    assert {row[sealed_at + 1] for row in hot} == {"blob"}
+    assert {row[2 * _COLUMNS.index("payload") + 1] for row in hot} == {"null"}
+
+    def comparable(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        values = list(row)
+        values[sealed_at] = len(values[sealed_at])
+        values[digest_at] = len(values[digest_at])
+        return tuple(values)
+
+    assert [comparable(row) for row in hot] == [comparable(row) for row in general]
