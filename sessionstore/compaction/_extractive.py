@@ -20,18 +20,22 @@ from typing import Any, Final, Literal
 
 from .._tokens import TokenEstimator, estimator_for_model
 from ._collapse import collapse_lines, is_progress, routine, templates_of
+from ._entities import ENTITY_GROUPS, entities, entity_matches
 from ._marker import SUMMARY_LINE
 from ._prompts import Entry, transcript_entries
+from ._sentences import split_sentences
+from ._subjects import claim_of, settle, values_in, was_note, with_transition
 from ._summarizer import SummaryRequest, SummaryResult
 from ._supersede import superseding
+from ._tool_state import tool_facts
 
 __all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
 
 NO_CONTEXT: Final = "No prior context: the compacted history held nothing to keep."
 
 FactKind = Literal[
-    "pinned", "goal", "entity", "constraint", "decision", "change", "action", "preference",
-    "note", "tool",
+    "pinned", "goal", "state", "entity", "constraint", "decision", "change", "action",
+    "preference", "note", "tool",
 ]  # fmt: skip
 
 # Lower drops first when the summary must shrink.
@@ -43,16 +47,17 @@ _PRIORITY: Final[Mapping[FactKind, int]] = {
     "action": 4,
     "change": 4,
     "goal": 5,
+    "state": 5,
     "decision": 6,
     "constraint": 6,
     "pinned": 7,
 }
 _TAGS: Final[Mapping[FactKind, str]] = {kind: kind.capitalize() for kind in _PRIORITY}
+
 _KIND_OF_TAG: Final[Mapping[str, FactKind]] = {tag.lower(): kind for kind, tag in _TAGS.items()}
 
 _MAX_SENTENCE_CHARS: Final = 400
 _HEAD_CHARS: Final = 100
-_TOOL_OUTPUT_SCAN_CHARS: Final = 2000  # tool outputs are scanned for stated facts, not mined
 _ELLIPSIS: Final = "…"
 
 
@@ -92,6 +97,8 @@ class _Layout:
 _REQUEST_TITLE: Final = "Latest request"
 _REQUEST: Final = _Section(_REQUEST_TITLE, ())
 _TOOLS: Final = _Section("Tool results", ("tool",))
+# Values read from tool outputs and used afterwards, one current value per subject.
+_STATE: Final = _Section("Current state", ("state",))
 
 
 def _context(*kinds: FactKind) -> _Section:
@@ -103,6 +110,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
         (
             _Section("Pinned facts", ("pinned",)),
             _Section("Goals", ("goal",)),
+            _STATE,
             _Section("Entities", ("entity",)),
             _Section("Constraints", ("constraint",)),
             _Section("Decisions", ("decision",)),
@@ -121,6 +129,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
                 "Brief",
                 ("pinned", "goal", "constraint", "decision", "change", "action", "preference"),
             ),
+            _STATE,
             _REQUEST,
             _Section("Refs", ("entity",)),
             _Section("Notes", ("note",)),
@@ -130,6 +139,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
     "decision_log": _Layout(
         (
             _Section("Decision ledger", ("decision",), ledger="S"),
+            _STATE,
             _context("pinned", "goal", "constraint", "change", "action", "preference", "note"),
             _REQUEST,
         ),
@@ -138,6 +148,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
     "code_delta": _Layout(
         (
             _Section("Code changes", ("change",)),
+            _STATE,
             _Section("Follow-ups", ("action",)),
             _context("pinned", "goal", "constraint", "decision", "preference", "note"),
             _REQUEST,
@@ -148,6 +159,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
     "step_ledger": _Layout(
         (
             _Section("Steps", ("tool", "change"), ledger="S"),
+            _STATE,
             _Section("Open actions", ("action",)),
             _context("pinned", "goal", "constraint", "decision", "preference", "note"),
             _REQUEST,
@@ -157,6 +169,7 @@ _LAYOUTS: Final[Mapping[str, _Layout]] = {
     "requirements_ledger": _Layout(
         (
             _Section("Requirements", ("goal", "constraint", "preference"), ledger="R"),
+            _STATE,
             _Section("Decisions", ("decision",)),
             _Section("Open actions", ("action",)),
             _context("pinned", "change", "note"),
@@ -206,7 +219,8 @@ _GOAL = re.compile(
     _I,
 )
 _DECISION = re.compile(
-    r"\b(?:decided|decide to|decision|go(?:ing)? with|chose|chosen|choose to|opted|opt for|"
+    r"\b(?:decided|decide to|decision|(?<!keep )(?<!continue )go(?:ing)? with|chose|chosen|"
+    r"choose to|opted|opt for|"
     r"settled on|will use|we'll use|i'll use|let's use|switch(?:ed)? to|agreed|picked)\b|"
     r"^(?:ok(?:ay)?,? )?(?:please )?use\b",
     _I,
@@ -248,78 +262,6 @@ _WRITE_TOOL = re.compile(
 )
 _PATH_KEYS: Final = ("path", "paths", "file", "file_path", "filepath", "filename", "target_file")
 
-_FILE_EXT = (
-    r"py|pyi|ipynb|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|scala|"
-    r"sql|md|rst|txt|yaml|yml|json|toml|ini|cfg|conf|env|sh|bash|ps1|html|css|scss|lock|proto|"
-    r"tf|xml|csv|log"
-)
-_FILE_SUFFIX: Final = re.compile(rf"\.(?:{_FILE_EXT})$")
-_ENV_STOPWORDS: Final = frozenset(
-    re.split(
-        r"\s+",
-        "the a an this that our your my their its same new old current default local remote whole "
-        "each every any other python virtual conda var vars variable variables file",
-    )
-)
-# Ordered: earlier patterns claim their text first (a URL's path is not also a file path).
-_ENTITY_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("urls", re.compile(r"\bhttps?://[^\s<>()\[\]{}\"'`]+")),
-    ("emails", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    (
-        "ids",
-        re.compile(
-            r"\bCVE-\d{4}-\d+\b|\b(?!UTF-|SHA-)[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w#&])#\d+\b|"
-            r"\b[A-Za-z]{1,6}_?\d{4,}\b"  # codes of any shape: XX69334, INC0042, acct_1234
-        ),
-    ),
-    (
-        "versions",
-        re.compile(
-            r"\b(?:PostgreSQL|Postgres|Python|Node(?:\.js)?|Java|Go|Ruby|Rust|MySQL|Redis|Django|"
-            r"React|Kubernetes|Ubuntu|Debian|Terraform)\s+v?\d+(?:\.\d+)*\b|"
-            r"\bv\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\b\d+\.\d+\.\d+(?:[-+][\w.]+)?\b"
-        ),
-    ),
-    (
-        "branches",
-        re.compile(
-            r"\b(?:feature|feat|fix|bugfix|hotfix|release|chore|refactor|docs)/[\w./-]*[\w-]|"
-            r"(?<=\bbranch )[`'\"]?(?:main|master|develop|trunk|[\w.-]*[-_\d][\w.-]*)\b"
-        ),
-    ),
-    (
-        "files",
-        re.compile(
-            r"(?<![\w/:.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*|"
-            rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXT})\b|\b(?:Dockerfile|Makefile)\b"
-        ),
-    ),
-    (
-        "hosts",
-        re.compile(
-            r"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+"
-            r"(?:com|net|org|io|dev|app|cloud|ai|internal|local|lan|corp|svc)\b"
-        ),
-    ),
-    # Any other file name: "corpus-v3.parquet", "report.pdf" (after hosts, so a domain stays one).
-    ("files", re.compile(r"(?<![\w/.@-])[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,7}\b(?![.@/-]?\w)")),
-    ("commits", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
-    (
-        "environments",
-        re.compile(
-            r"\b(?:production|prod|staging|preprod|pre-prod|uat|sandbox)(?:[-_][a-z0-9]+)*\b|"
-            r"\b(?:[a-z0-9]+-)*(?:us|eu|ap|sa|ca|me|af)-(?:east|west|north|south|central|"
-            r"northeast|southeast|northwest|southwest)-\d(?:-[a-z0-9]+)*\b|"
-            r"\b[\w-]+(?= (?:environment|env|cluster)\b)",
-            _I,
-        ),
-    ),
-)
-# Display order of the entity groups (the patterns above are in claiming order).
-_ENTITY_GROUPS: Final = (
-    "ids", "files", "branches", "urls", "hosts", "environments", "versions", "commits", "emails",
-)  # fmt: skip
-
 # Checked in order on the sentence with its entities masked ("requirements-dev.txt" is a file,
 # not a requirement): an explicit label wins, then the first keyword rule that matches.
 _RULES: Final[tuple[tuple[FactKind, re.Pattern[str]], ...]] = (
@@ -349,9 +291,6 @@ _FILLER = re.compile(
 
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)\s+(?=[\"'`(\[]?[A-Z0-9#])"
-)
 _HEADER = re.compile(r"^(?:#{1,6}\s+(.+?)|\*\*(.+?)\*\*|([A-Z][A-Za-z /-]{1,40}):)\s*:?\s*$")
 _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
@@ -380,14 +319,14 @@ def _clip(text: str, limit: int) -> str:
 def _sentences(text: str) -> Iterator[str]:
     """Prose sentences of a message; code blocks are not prose and are skipped."""
     for line in _CODE_FENCE.sub("\n", text).splitlines():
-        for sentence in _SENTENCE_END.split(_BULLET.sub("", line.strip())):
+        for sentence in split_sentences(_BULLET.sub("", line.strip())):
             if any(char.isalnum() for char in sentence):
                 yield _clip(sentence, _MAX_SENTENCE_CHARS)
 
 
 def _classify(sentence: str) -> FactKind | None:
     """The section a sentence belongs to; the order settles sentences that fit several."""
-    found = _entity_matches(sentence)
+    found = entity_matches(sentence)
     masked, names_file = sentence, False
     for start, end, group, _ in reversed(found):
         masked = masked[:start] + "\u00a7" + masked[end:]
@@ -402,40 +341,6 @@ def _classify(sentence: str) -> FactKind | None:
     )
 
 
-def _entity_matches(text: str) -> list[tuple[int, int, str, str]]:
-    """(start, end, group, entity) in order of appearance; each span goes to one pattern."""
-    found: list[tuple[int, int, str, str]] = []
-    for group, pattern in _ENTITY_PATTERNS:
-        for match in pattern.finditer(text):
-            start, end = match.span()
-            if any(start < b and a < end for a, b, _, _ in found):
-                continue
-            value = match.group().strip("`'\"").rstrip(".,;:!?")
-            if _plausible(group, value):
-                found.append((start, end, group, value))
-    return sorted(found)
-
-
-def _entities(text: str) -> list[tuple[str, str]]:
-    """(group, entity) pairs in order of appearance."""
-    return [(group, value) for _, _, group, value in _entity_matches(text)]
-
-
-def _plausible(group: str, value: str) -> bool:
-    """Filters for patterns that are cheap to write loosely: prose like "and/or", "the env"."""
-    if group == "files" and "/" in value and not value.startswith(("/", "./", "../", "~")):
-        segments = [segment for segment in value.split("/") if segment]
-        if value.endswith("/"):  # a directory: "migrations/" but not "w/"
-            return len(segments[0]) > 1
-        has_letters = any(char.isalpha() for char in value)  # not a date like 1/2/2024
-        return has_letters and (len(segments) > 2 or "." in segments[-1].lstrip("."))
-    if group == "environments":
-        return value.lower() not in _ENV_STOPWORDS
-    if group == "branches":  # docs/setup.md is a file, not a branch
-        return _FILE_SUFFIX.search(value) is None
-    return bool(value)
-
-
 def _worth_noting(sentence: str, *, user: bool) -> bool:
     """Unfiled sentences are kept when they name something, or when the user said them.
 
@@ -444,7 +349,7 @@ def _worth_noting(sentence: str, *, user: bool) -> bool:
     """
     if sentence.rstrip().endswith("?"):
         return False
-    if _entities(sentence) or _IDENTIFIER.search(sentence):
+    if entities(sentence) or _IDENTIFIER.search(sentence):
         return True
     return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
 
@@ -494,11 +399,11 @@ def _parse_summary(text: str) -> _Prior:
 def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fact]:
     known_mixed = title in _SECTION_KINDS and kind is None
     tagged = _TAGGED.match(body)
-    if tagged and tagged.group(1) in _ENTITY_GROUPS and (kind == "entity" or known_mixed):
+    if tagged and tagged.group(1) in ENTITY_GROUPS and (kind == "entity" or known_mixed):
         values = tagged.group(2).split(", ")
         return [_Fact("entity", value, label=tagged.group(1)) for value in values if value]
     if kind == "entity":  # written by someone else: keep what it names
-        found = _entities(body)
+        found = entities(body)
         return [_Fact("entity", v, label=g) for g, v in found] or [_Fact("note", body)]
     if known_mixed and tagged and tagged.group(1).lower() in _KIND_OF_TAG:
         kind, body = _KIND_OF_TAG[tagged.group(1).lower()], tagged.group(2)
@@ -516,7 +421,7 @@ def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fa
     if kind is not None:
         return [_Fact(kind, body)]
     facts = [_Fact(_classify(sentence) or "note", sentence) for sentence in _sentences(body)]
-    return facts + [_Fact("entity", value, label=group) for group, value in _entities(body)]
+    return facts + [_Fact("entity", value, label=group) for group, value in entities(body)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,11 +484,21 @@ class _Reader:
     embedded: list[str] = field(default_factory=list)  # summaries found among the items
     last_input: str = "-"
 
-    def read(self, skip: Entry | None) -> None:
+    def read(self, skip: Entry | None, kept: Sequence[str] = ()) -> None:
+        """File every entry; `kept` is what is said after them (it can use a tool's value)."""
         outputs: dict[str | None, Entry] = {
             e.call_id: e for e in self.entries if e.kind == "tool_output" and e.call_id
         }
         called = {e.call_id for e in self.entries if e.kind == "tool_call"}
+        paths = {
+            e.call_id: found[0]
+            for e in self.entries
+            if e.kind == "tool_call" and (found := _paths_in(e.text))
+        }
+        used: dict[int, list[_Fact]] = {}
+        for at, fact in tool_facts(self.entries, paths, kept):
+            state = _Fact("state", fact.line(), label=fact.subject, weak=not fact.used)
+            used.setdefault(at, []).append(state)
         for position, entry in enumerate(self.entries):
             if entry is skip:
                 continue
@@ -596,7 +511,8 @@ class _Reader:
                     self.facts.append(
                         _Fact("tool", f"{entry.label or 'tool'}: {_head(entry.text)}")
                     )
-                self.read_text(entry.text[:_TOOL_OUTPUT_SCAN_CHARS], position, weak=True)
+                # Read by its structure, not as prose: only the values used afterwards.
+                self.facts.extend(used.get(position, ()))
                 self.last_input = f"{entry.label or 'tool'} output: {_head(entry.text, 60)}"
             else:
                 user = entry.kind == "message" and entry.label == "user"
@@ -631,7 +547,7 @@ class _Reader:
             previous = (sentence, kind, index)
         if not weak:
             self.facts.extend(
-                _Fact("entity", value, label=group) for group, value in _entities(text)
+                _Fact("entity", value, label=group) for group, value in entities(text)
             )
 
     def _explain(
@@ -656,7 +572,7 @@ class _Reader:
     ) -> _Fact:
         text = f"{sentence} {reason}" if reason else sentence
         if kind == "change":
-            path = next(value for group, value in _entities(sentence) if group == "files")
+            path = next(value for group, value in entities(sentence) if group == "files")
             return _Fact(kind, text, label=path, weak=weak)
         if kind != "decision":
             return _Fact(kind, text, weak=weak)
@@ -721,6 +637,45 @@ def _current(prior: Sequence[_Fact], statements: Sequence[str]) -> list[_Fact]:
     return current
 
 
+# Entities are listed, not stated; tool chatter and code changes are history, not state.
+_NOT_CLAIMS: Final = frozenset({"entity", "tool", "pinned", "change"})
+
+
+def _states_retired(fact: _Fact, retired: frozenset[str]) -> bool:
+    """An entity or a subject-less line that still names a replaced value as if current."""
+    if fact.kind == "entity":
+        return fact.text.lower() in retired
+    if fact.kind == "pinned" or claim_of(fact.body()) is not None:
+        return False  # a claim of its own was settled by its subject
+    return bool(values_in(fact.body()) & retired)
+
+
+def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> list[_Fact]:
+    """One current value per subject: a fact a later one replaced is gone, the later one
+    says what it replaced, and a replaced value is stated nowhere else (an entity list, a
+    note). `later` (what stays verbatim after the summary) can replace but is not kept."""
+    counts = templates_of([*(fact.body() for fact in facts), *later])
+    texts = [
+        None if fact.kind in _NOT_CLAIMS or routine(fact.body(), counts) else fact.body()
+        for fact in facts
+    ]  # routine progress ("step 211", "step 212") collapses instead (_collapse.py)
+    subjects = [fact.label if fact.kind == "state" else "" for fact in facts]
+    settled = settle([*texts, *later], [*subjects, *([""] * len(later))], fresh_from)
+    kept: list[_Fact] = []
+    for index, fact in enumerate(facts):
+        if index in settled.replaced:
+            continue
+        if settled.retired and index not in settled.was and _states_retired(fact, settled.retired):
+            continue
+        text = with_transition(fact.text)
+        if index in settled.was:
+            text = was_note(text, settled.was[index])
+        if text != fact.text:
+            fact = _Fact(fact.kind, text, fact.label, fact.ledger and text, fact.weak)
+        kept.append(fact)
+    return kept
+
+
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
@@ -774,7 +729,7 @@ def _section_lines(section: _Section, facts: Sequence[_Fact]) -> list[str]:
     for fact in facts:
         if fact.kind == "entity":
             groups.setdefault(fact.label, []).append(fact.text)
-    for group in sorted(groups, key=_ENTITY_GROUPS.index):
+    for group in sorted(groups, key=ENTITY_GROUPS.index):
         lines.append(f"- {group}: {', '.join(groups[group])}")
     return lines
 
@@ -878,7 +833,7 @@ class ExtractiveSummarizer:
         stale = set(tools[: len(tools) - limit])
         facts = [fact for fact in facts if fact.kind in kinds and fact not in stale]
         if not facts and latest is None:
-            facts = _condensed(entries)  # nothing matched a rule: the transcript, condensed
+            facts = _dedupe(_condensed(entries))  # nothing matched a rule: the transcript
         if not facts and latest is None:
             return self._clip_to(NO_CONTEXT, request.max_tokens) or ""
         return self._fit(layout, facts, latest, request.max_tokens)
@@ -890,8 +845,9 @@ class ExtractiveSummarizer:
             e for e in entries if e.kind == "message" and e.label == "user" and not _is_summary(e)
         ]
         latest = users[-1] if users else None
+        kept = stated_sentences(request.kept)
         reader = _Reader(entries)
-        reader.read(skip=latest)
+        reader.read(skip=latest, kept=[*([latest.text] if latest else []), *kept])
         prior = _Prior()
         for summary in [request.prior_summary or "", *reader.embedded]:
             parsed = _parse_summary(summary)
@@ -904,8 +860,10 @@ class ExtractiveSummarizer:
             demoted.read_text(prior.request, 0, weak=False, user=True)
             prior.facts.extend(demoted.facts)
         pinned = [_Fact("pinned", _squash(key)) for key in request.keep_keys if key.strip()]
-        carried = _current(prior.facts, [*_stated(entries), *stated_sentences(request.kept)])
-        facts = _dedupe([*pinned, *carried, *reader.facts])
+        carried = _current(prior.facts, [*_stated(entries), *kept])
+        later = [latest.text] if latest else []
+        settled = len(_dedupe([*pinned, *carried]))  # each other's current state already
+        facts = _settled(_dedupe([*pinned, *carried, *reader.facts]), [*later, *kept], settled)
         bodies = [fact.body() for fact in facts]
         if request_text and routine(request_text, templates_of([*bodies, request_text])):
             # "Continue with step 212" is progress, not a request to remember as the latest:

@@ -1,0 +1,342 @@
+"""What a fact is about, and when a later fact replaces it: one current value per subject.
+
+A fact that states a value (a person, a host, a date, an amount, a version, an id) is a
+claim about a subject: the words around its values ("on-call", "read replica", "redis",
+"launch"). A later claim with a value of the same type about the same subject replaces the
+earlier one, whether or not it names the old value or says "now" in any language: "the
+pager is Ana's" then "Marco has the pager"; "we pin redis to 6.2" then "upgraded redis from
+6.2 to 7.2". The old values are retired: the summary says "(was 6.2)" beside the new one and
+states them nowhere else as current.
+
+Subjects are compared by the content words next to the values, not by phrase lists, so the
+rule holds in German and Spanish as in English: two claims share a subject when they share
+one of those words and at least a third of them, and neither names an environment the other
+excludes (the staging box and the prod box are two subjects).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ._entities import entity_matches
+
+__all__ = [
+    "Claim", "Settled", "claim_of", "retired_by", "settle", "strip_was", "values_in",
+    "was_note", "with_transition",
+]  # fmt: skip
+
+_MONTHS: Final = (
+    "jan(?:uary|uar|\\.)?|feb(?:ruary|ruar|rero|\\.)?|mar(?:ch|zo|\\.)?|märz|apr(?:il|\\.)?|"
+    "abril|may(?:o)?|mai|jun(?:e|i|io|\\.)?|jul(?:y|i|io|\\.)?|aug(?:ust|\\.)?|agosto|"
+    "sep(?:t(?:ember|iembre)?)?\\.?|setiembre|oct(?:ober|ubre|\\.)?|okt(?:ober)?|"
+    "nov(?:ember|iembre|\\.)?|dec(?:ember|\\.)?|dez(?:ember)?|dic(?:iembre)?|ene(?:ro)?"
+)
+# Values the entity patterns do not name, in claiming order: dates, amounts, numbers, names.
+_VALUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    (
+        "date",
+        re.compile(
+            rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:\.|st|nd|rd|th)?\s+(?:de\s+)?(?:{_MONTHS})"
+            rf"\b(?:\s+(?:de\s+)?\d{{4}})?|\b(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+            rf"(?:,?\s+\d{{4}})?|\bQ[1-4](?:\s+\d{{4}})?\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "amount",
+        re.compile(
+            r"[$€£]\s?\d[\d.,]*(?:\s?[kKmM]\b)?|\b\d[\d.,]*\s?(?:%|[kKmM]?[A-Z]{3}\b|"
+            r"(?:ms|s|sec|min|h|GB|MB|KB|TB|GiB|MiB|rps|rpm|qps|req/s|k|K)\b)"
+        ),
+    ),
+    # Codes of any shape: "ams-web-04", "db_replica_2", "build 4411" is a number.
+    ("id", re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+\b")),
+    ("number", re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w.]\w)")),
+    # Capitalized words: names, and in German every noun, so they are also subject words.
+    ("name", re.compile(r"(?<![\w-])[A-ZÀ-Þ][a-zà-ÿ]+(?:\s[A-ZÀ-Þ][a-zà-ÿ]+)?\b")),
+    ("quoted", re.compile(r"`[^`\n]{1,60}`")),
+)
+# How entity groups compare: environments qualify a subject rather than answer it.
+_TYPES: Final = {
+    "urls": "url", "emails": "person", "ids": "id", "versions": "number", "branches": "branch",
+    "files": "path", "hosts": "host", "commits": "commit", "environments": "qualifier",
+    "name": "person",
+}  # fmt: skip
+# Where something is, not what it is: a file or a link names a subject, never its value.
+_NOT_STATES: Final = frozenset({"path", "url", "commit", "quoted"})
+_TOKEN: Final = re.compile(r"[^\W\d_][^\W_]*(?:['\u2019-][^\W_]+)*")
+# Function words and verbs of change in English, German and Spanish: they say that a value
+# changed, never what it is about.
+_STOP: Final = frozenset(
+    re.split(
+        r"\s+",
+        "the a an and or but of to in on at by for from with into onto as is are was were be "
+        "been being am it its it's this that these those there here we our us you your they "
+        "their them he she his her i me my now still just also only then than so very all any "
+        "some no not new old current currently today yesterday tomorrow again next last since "
+        "until per via has have had do does did will would shall should can could may might "
+        "must let let's set moved move changed change changes updated update upgraded upgrade "
+        "downgraded switched switch bumped bump pinned pin use using used run runs running "
+        "going gone got get gets is's isn't aren't wasn't don't doesn't won't actually btw fyi "
+        "ok okay please thanks yes der die das den dem des ein eine einer einen einem und oder "
+        "aber von zu im in am an auf aus bei mit nach für ist sind war waren wird werden wurde "
+        "wurden hat haben hatte jetzt noch nun auch nur schon nicht kein keine wir uns unser "
+        "unsere ihr sie es er ich mich mein bitte danke verschoben geändert aktualisiert "
+        "umgestellt gewechselt neu neue neuen alte alten heute morgen gestern seit bis über "
+        "unter zum zur vom beim dass el la los las un una unos unas y o pero de del al a en con "
+        "por para es son era fue está están estaba ser sido ahora todavía ya también solo sólo "
+        "no nuestro nuestra nosotros usted ustedes ellos ellas se lo le les mi mis su sus hoy "
+        "mañana ayer desde hasta que cambiado cambió movido movió actualizado actualizamos "
+        "pasado pasamos nuevo nueva",
+    )
+)
+_WAS: Final = re.compile(r"\s*\(was [^()]*\)")
+# Between two values: "from 6.2 to 7.2", "von Ana auf Marco", "de 4.000 a 6.500", "6.2 -> 7.2".
+_FROM: Final = re.compile(r"(?:\b(?:from|von|de|desde|vom)\s*)?$", re.IGNORECASE)
+_TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.IGNORECASE)
+# A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
+_IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
+_DIGITS: Final = re.compile(r"\d+")
+_NEAR_BEFORE: Final = 4
+_NEAR_AFTER: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A fact's values by type and the content words around them."""
+
+    near: frozenset[str]
+    values: dict[str, frozenset[str]]  # type -> values, lower-cased
+    qualifiers: frozenset[str]
+    former: frozenset[str]  # values it says were replaced ("from 6.2 to 7.2")
+
+    def all_values(self) -> frozenset[str]:
+        return frozenset(value for values in self.values.values() for value in values)
+
+
+def strip_was(text: str) -> str:
+    """A fact without the "(was X)" it carries from an earlier round."""
+    return _WAS.sub("", text)
+
+
+def was_note(text: str, retired: Iterable[str]) -> str:
+    """`text` with what it replaced, newest first: "(was 6.2)"."""
+    values = ", ".join(dict.fromkeys(retired))
+    return f"{strip_was(text).rstrip()} (was {values})" if values else text
+
+
+def _spans(text: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, type, value) of every value in `text`, each span claimed once."""
+    found = []
+    for start, end, group, value in entity_matches(text):
+        if group == "versions" and " " in value:  # "Postgres 16": a subject and its number
+            start += value.rindex(" ") + 1
+            value = value.rsplit(" ", 1)[1]
+        found.append((start, end, _TYPES.get(group, group), value))
+    for kind, pattern in _VALUES:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(start < b and a < end for a, b, _, _ in found):
+                continue
+            value = match.group().strip("`")
+            if kind == "name" and any(word.lower() in _STOP for word in value.split()):
+                continue
+            found.append((start, end, _TYPES.get(kind, kind), value))
+    return sorted(found)
+
+
+def _transitions(
+    text: str, spans: Sequence[tuple[int, int, str, str]]
+) -> list[tuple[int, int, str, str]]:
+    """(start, end, old, new) of each "from OLD to NEW" between two values of one type."""
+    found = []
+    for (a, b, kind, old), (c, d, other, new) in itertools.pairwise(spans):
+        if kind == other and _TO.match(text[b:c]):
+            lead = _FROM.search(text[:a])
+            found.append((lead.start() if lead else a, d, old, new))
+    return found
+
+
+def _opening(text: str) -> set[str]:
+    """The first word, lower-cased: capitalized by the sentence, not by being a name."""
+    first = _TOKEN.search(text)
+    return {first.group().lower()} if first and first.start() < 3 else set()
+
+
+def claim_of(text: str) -> Claim | None:
+    """The claim a fact makes, or None when it states no value or no subject."""
+    text = strip_was(text)
+    spans = _spans(text)
+    if not spans:
+        return None
+    tokens = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
+    content = [
+        (start, word)
+        for start, end, word in tokens
+        if len(word) >= 3
+        and word not in _STOP
+        and not any(a <= start < b and kind != "person" for a, b, kind, _ in spans)
+    ]
+    near: set[str] = set()
+    values: dict[str, set[str]] = {}
+    qualifiers: set[str] = set()
+    for start, end, kind, value in spans:
+        if kind in _NOT_STATES:
+            continue
+        named = _IDENTIFIED.search(text[:start]) if kind == "number" and value.isdigit() else None
+        if named and named.group(1).lower() not in _STOP:
+            near.add(f"{named.group(1).lower()} {value}")  # "order 7697" is which order
+            continue
+        if kind == "qualifier":
+            qualifiers.add(value.lower())
+            continue
+        values.setdefault(kind, set()).add(value.lower())
+        if kind == "branch":  # "release/2.4" is about releases
+            near.update(word for word in _TOKEN.findall(value.lower()) if word not in _STOP)
+        before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
+        after = [word for position, word in content if position >= end][:_NEAR_AFTER]
+        near.update(before, after)
+    if not values or not near:
+        return None
+    opening = _opening(text)
+    if opening & values.get("person", set()):
+        # "Decided to ...", "Look up ...": capitalized by the sentence, not by being a name.
+        values["person"] -= opening
+        values = {kind: found for kind, found in values.items() if found}
+        if not values:
+            return None
+    former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
+    current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
+    return Claim(frozenset(near), current, frozenset(qualifiers), former)
+
+
+def retired_by(new: Claim, old: Claim) -> frozenset[str]:
+    """The values of `old` that `new` replaces (empty when they are about other things)."""
+    types = set(new.values) & set(old.values)
+    if not types:
+        return frozenset()
+    if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:
+        return frozenset()
+    shared = new.near & old.near
+    if not shared or len(shared) * 3 < min(len(new.near), len(old.near)):
+        return frozenset()
+    current = new.all_values()
+    retired = {value for kind in types for value in old.values[kind] if value not in current}
+    return frozenset(retired)
+
+
+def with_transition(text: str) -> str:
+    """ "Upgraded redis from 6.2 to 7.2" -> "Upgraded redis to 7.2 (was 6.2)": an old value
+    only ever appears marked as old."""
+    stripped = strip_was(text)
+    found = _transitions(stripped, _spans(stripped))
+    if not found:
+        return text
+    retired = []
+    for start, end, old, new in reversed(found):
+        stripped = f"{stripped[:start].rstrip()} {new} {stripped[end:].lstrip()}".strip()
+        retired.append(old)
+    return was_note(stripped.rstrip(" ."), retired)
+
+
+def values_in(text: str) -> frozenset[str]:
+    """Every value `text` states as current, lower-cased."""
+    return frozenset(value.lower() for _, _, _, value in _spans(strip_was(text)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_claim(text: str) -> Claim | None:
+    return claim_of(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What a pass over facts in order found: which were replaced, and by what."""
+
+    replaced: frozenset[int]  # indexes of facts a later one replaced
+    was: Mapping[int, tuple[str, ...]]  # a replacing fact's index -> the values it replaced
+    retired: frozenset[str]  # values (lower-cased) no fact states as current any more
+
+
+def _shown(value: str, text: str) -> str:
+    """`value` as `text` writes it (claims compare values lower-cased)."""
+    found = re.search(re.escape(value), text, re.IGNORECASE)
+    return found.group() if found else value
+
+
+def _progress(old: str, new: str) -> bool:
+    """ "Round 3: keep going" after "Round 2: keep going" is progress, not a new value: the
+    routine lines collapse into one ("(3 times; next: 4)") instead (_collapse.py)."""
+    if _DIGITS.sub("#", old) != _DIGITS.sub("#", new):
+        return False
+    steps = [
+        int(b) - int(a)
+        for a, b in zip(_DIGITS.findall(old), _DIGITS.findall(new), strict=False)
+        if a != b
+    ]
+    return bool(steps) and all(step == 1 for step in steps)
+
+
+def _tail_values(text: str | None) -> set[str]:
+    """The values of a `subject = value` line (its value whole when it names none)."""
+    if not text:
+        return set()
+    tail = strip_was(text).split(" = ", 1)[-1].split(": ", 1)[-1]
+    return set(values_in(tail)) or {tail.lower().strip()}
+
+
+def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int = 0) -> Settled:
+    """Facts oldest first (None: not a claim, e.g. an entity); a fact with the same explicit
+    subject as an earlier one (a tool output's key read again), or a claim about the same
+    subject with another value, replaces it. Facts before `fresh_from` were settled in an
+    earlier round (a prior summary lists them by section, not in the order they were said):
+    they replace nothing."""
+    claims = [None if text is None else _cached_claim(text) for text in texts]
+    by_word: dict[str, list[int]] = {}
+    by_subject: dict[str, int] = {}
+    replaced: set[int] = set()
+    was: dict[int, tuple[str, ...]] = {}
+    retired: set[str] = set()
+
+    def _replace(old: int, new: int, gone: Iterable[str]) -> None:
+        replaced.add(old)
+        gone = sorted(gone)
+        retired.update(gone)
+        if gone:
+            was[new] = tuple(_shown(value, texts[old] or "") for value in gone)
+
+    for new, claim in enumerate(claims):
+        subject = subjects[new]
+        if new < fresh_from:
+            pass
+        elif subject and subject in by_subject and by_subject[subject] not in replaced:
+            old = by_subject[subject]  # the same key read again: always the newer value
+            _replace(old, new, _tail_values(texts[old]) - _tail_values(texts[new]))
+        by_subject[subject] = new
+        if claim is None:
+            continue
+        retired.update(claim.former)
+        candidates = (
+            set() if new < fresh_from else {o for w in claim.near for o in by_word.get(w, ())}
+        )
+        for old in sorted(candidates):
+            previous = claims[old]
+            if old in replaced or previous is None or (subject and subjects[old] == subject):
+                continue
+            gone = retired_by(claim, previous)
+            if gone and not _progress(texts[old] or "", texts[new] or ""):
+                _replace(old, new, gone)
+        for word in claim.near:
+            by_word.setdefault(word, []).append(new)
+    current = {
+        value
+        for index, claim in enumerate(claims)
+        if claim is not None and index not in replaced
+        for value in claim.all_values()
+    }
+    return Settled(frozenset(replaced), was, frozenset(retired - current))
