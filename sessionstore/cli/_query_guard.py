@@ -5,20 +5,33 @@ what runs is the parser's own re-printing of the tree it checked, never the text
 a comment or quote the parser reads one way and the database another (the nested block
 comment trick) cannot smuggle a second statement past the check. Allowed: SELECT, set
 operations, VALUES and CTEs over the documented tables; functions that only compute.
-Refused: any write or DDL, COPY, SELECT INTO, row locks, other schemas and catalogs, and
+Refused: any write or DDL, COPY, SELECT INTO, row locks, other schemas and catalogs, casts
+to the catalogs' lookup types (regclass, regproc, ...), schema-qualified functions, and
 functions with effects outside the query (files, processes, other sessions, locks, sleeps,
-settings) or that make huge values. The database adds its own guards below this one:
-a read-only transaction, a timeout, and (PostgreSQL) an optional least-privileged role.
+settings) or that make huge values (format/printf widths included).
+
+Every table reference is resolved in its own scope, as the database resolves it: a CTE
+name stands for the CTE only in its WITH's body, in the later CTEs of that WITH, and in
+its own body when the WITH is RECURSIVE; anywhere else the same name is the real table
+(`(WITH pg_authid AS (...) ...) , pg_authid` reads the catalog), so it must be one of ours.
+Names are compared after folding them the way the dialect does (PostgreSQL lower-cases
+unquoted names, SQLite ignores case), and a table or CTE name must be plain ASCII, so the
+parser and the database cannot disagree about which name is which. Anything the walk does
+not recognise is refused. The database adds its own guards below this one: a read-only
+transaction, a timeout, bounds on the result, and (PostgreSQL) an optional
+least-privileged role.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Final
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from .._errors import QueryRejectedError
 from .._schema import VIEWS, metadata
@@ -85,15 +98,13 @@ _ALLOWED_UNMODELLED: Final = frozenset(
         "last_value",
     }
 )
-_READ_ONLY_PRAGMAS: Final = frozenset(
+# PRAGMAs that only read: those that name a table take one of ours, the rest take nothing
+# (`PRAGMA page_size(1024)` sets the page size, it does not read it).
+_TABLE_PRAGMAS: Final = frozenset({"table_info", "table_xinfo", "index_list", "foreign_key_list"})
+_INDEX_PRAGMAS: Final = frozenset({"index_info", "index_xinfo"})
+_VALUE_PRAGMAS: Final = frozenset(
     {
-        "table_info",
-        "table_xinfo",
         "table_list",
-        "index_list",
-        "index_info",
-        "index_xinfo",
-        "foreign_key_list",
         "user_version",
         "page_count",
         "page_size",
@@ -102,8 +113,18 @@ _READ_ONLY_PRAGMAS: Final = frozenset(
         "compile_options",
     }
 )
-_PRAGMA: Final = re.compile(r"^\s*pragma\s+(\w+)\s*(?:\(\s*[\w\"'.]+\s*\))?\s*;?\s*$", re.I)
+_PRAGMA: Final = re.compile(r"^\s*pragma\b", re.I)
+_READ_PRAGMA: Final = re.compile(
+    r"^\s*pragma\s+(\w+)\s*(?:\(\s*(?P<q>[\"'`]?)(\w+)(?P=q)\s*\))?\s*;?\s*$", re.I
+)
 _EXPLAIN: Final = re.compile(r"^\s*explain(\s+query\s+plan)?\s+", re.I)
+# A table, schema or CTE name the guard accepts: what both databases and the parser fold alike.
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Types whose casts look things up in the catalogs: 'pg_authid'::regclass, 10::regrole.
+_CATALOG_TYPE: Final = re.compile(r"reg[a-z]*\Z", re.I)
+# A conversion of format()/printf(); a width or precision of up to two digits is fine.
+_CONVERSION: Final = re.compile(r"%(?:\d+\$)?[-+ 0#,!']*(\*|\d*)(?:\.(\*|\d*))?")
+_MAX_WIDTH_DIGITS: Final = 2
 
 
 def _refused(reason: str) -> QueryRejectedError:
@@ -113,20 +134,44 @@ def _refused(reason: str) -> QueryRejectedError:
 def vetted(sql: str, dialect: str) -> str:
     """The statement to run for `sql` on `dialect` ("sqlite", "postgresql"), or
     QueryRejectedError("refused: ...") saying what is not allowed."""
-    pragma = _PRAGMA.match(sql)
-    if pragma is not None:
-        if dialect == "sqlite" and pragma.group(1).lower() in _READ_ONLY_PRAGMAS:
-            return sql
-        reason = "only read-only PRAGMAs are allowed (table_info, index_list, ...)"
-        raise _refused(reason if dialect == "sqlite" else "PRAGMA is SQLite's")
+    if _PRAGMA.match(sql):
+        return _vetted_pragma(sql, dialect)
     explain = _EXPLAIN.match(sql)
     prefix, body = (explain.group(0).strip() + " ", sql[explain.end() :]) if explain else ("", sql)
-    tree = _one_statement(body, _DIALECTS.get(dialect, dialect))
-    _check(tree, dialect)
-    return prefix + tree.sql(dialect=_DIALECTS.get(dialect, dialect), comments=False)
+    read = _DIALECTS.get(dialect, dialect)
+    try:
+        tree = _one_statement(body, read)
+        _check(tree, dialect)
+        return prefix + tree.sql(dialect=read, comments=False)
+    except RecursionError:  # nesting deeper than the parser's stack: refused, not a traceback
+        raise _refused("it is nested too deeply to check") from None
+
+
+def _vetted_pragma(sql: str, dialect: str) -> str:
+    """A read-only PRAGMA, re-written from what was checked (its argument quoted)."""
+    if dialect != "sqlite":
+        raise _refused("PRAGMA is SQLite's")
+    match = _READ_PRAGMA.match(sql)
+    name = match.group(1).lower() if match else ""
+    argument = match.group(3) if match else None
+    allowed = (
+        (name in _TABLE_PRAGMAS and argument is not None and argument.lower() in DOCUMENTED_TABLES)
+        or (name in _INDEX_PRAGMAS and argument is not None)
+        or (name in _VALUE_PRAGMAS and argument is None)
+    )
+    if match is None or not allowed:
+        raise _refused(
+            "only read-only PRAGMAs are allowed: table_info, table_xinfo, index_list and "
+            "foreign_key_list of a sessionstore table, index_info(index), or one of "
+            f"{', '.join(sorted(_VALUE_PRAGMAS))} without a value"
+        )
+    return f'PRAGMA {name}("{argument}")' if argument is not None else f"PRAGMA {name}"
 
 
 def _one_statement(sql: str, dialect: str) -> exp.Expr:
+    # The parser's own warnings ("falling back to parsing as a Command") are not output:
+    # the refusal that follows says what is wrong, in one line.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (ParseError, TokenError) as error:
@@ -145,17 +190,103 @@ def _check(tree: exp.Expr, dialect: str) -> None:
             raise _refused(f"{_name_of(node)} is not allowed in a read-only query")
         if isinstance(node, exp.Func):
             _check_function(node)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    for table in tree.find_all(exp.Table):
-        name = table.name.lower()
-        if not name:  # a table-valued function: checked as a function above
+        elif isinstance(node, exp.DataType):
+            _check_type(node)
+        elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+            raise _refused(f"{node.sql()} names a schema; call functions without one")
+        elif isinstance(node, exp.Column):
+            _check_qualifier(node, node.args.get("db"), node.args.get("catalog"), dialect)
+    # Names are resolved as the database folds them: on a copy, so what runs keeps its case.
+    _resolve(normalize_identifiers(tree.copy(), dialect=_DIALECTS.get(dialect, dialect)), dialect)
+
+
+def _resolve(tree: exp.Expr, dialect: str) -> None:
+    """Walk every node once, carrying the CTE names visible there; each table reference
+    must be a visible CTE or a documented table (see the module docstring for the rule)."""
+    defined = {_cte_name(cte) for cte in tree.find_all(exp.CTE)}
+    pending: list[tuple[exp.Expr, frozenset[str]]] = [(tree, frozenset())]
+    while pending:
+        node, visible = pending.pop()
+        if isinstance(node, exp.With | exp.CTE):
+            raise _refused("a WITH clause where the guard cannot tell what it covers")
+        if isinstance(node, exp.Table):
+            _check_table(node, visible, defined, dialect)
+        withs = [value for value in node.args.values() if isinstance(value, exp.With)]
+        if len(withs) > 1:
+            raise _refused("two WITH clauses on one query")
+        body = _enter_with(withs[0], visible, pending) if withs else visible
+        # Any other WITH or CTE below this node is queued as a child and refused above.
+        pending.extend(
+            (child, body)
+            for child in node.iter_expressions()
+            if not any(child is with_ for with_ in withs)
+        )
+
+
+def _enter_with(
+    with_: exp.With, outer: frozenset[str], pending: list[tuple[exp.Expr, frozenset[str]]]
+) -> frozenset[str]:
+    """Queue the WITH's parts with what each sees; return what its body sees."""
+    recursive = bool(with_.args.get("recursive"))
+    seen = outer
+    for part in with_.iter_expressions():
+        if not isinstance(part, exp.CTE):  # SEARCH / CYCLE clauses: columns of the CTEs
+            pending.append((part, seen))
             continue
-        if table.db.lower() not in _SCHEMAS.get(dialect, frozenset({""})) or table.catalog:
-            raise _refused(f"{table.sql()} is outside sessionstore's tables")
-        if name not in DOCUMENTED_TABLES and name not in ctes:
-            raise _refused(
-                f"{table.name!r} is not a sessionstore table; `sessionstore schema` lists them"
-            )
+        name = _cte_name(part)
+        own = seen | {name} if recursive else seen
+        pending.extend((child, own) for child in part.iter_expressions())
+        seen = seen | {name}
+    return seen
+
+
+def _cte_name(cte: exp.CTE) -> str:
+    name = cte.alias
+    if not _PLAIN_NAME.match(name):
+        raise _refused(f"CTE name {name!r}: use letters, digits and _ only")
+    return name
+
+
+def _check_table(
+    table: exp.Table, visible: frozenset[str], defined: set[str], dialect: str
+) -> None:
+    """One table reference: a CTE visible here, or a documented table of our schema."""
+    if not isinstance(table.this, exp.Identifier):
+        if isinstance(table.this, exp.Func):  # a table-valued function: checked as a function
+            return
+        raise _refused(f"{table.sql()} is not a table the guard can resolve")
+    name = table.name
+    if not _PLAIN_NAME.match(name):
+        raise _refused(f"table name {name!r}: use letters, digits and _ only")
+    _check_qualifier(table, table.args.get("db"), table.args.get("catalog"), dialect)
+    if not table.db and name in visible:
+        return
+    if name in DOCUMENTED_TABLES:
+        return
+    if name in defined:
+        raise _refused(
+            f"{name!r} here names a table, not the CTE of that name (a CTE is visible only in "
+            "its WITH's query, in the CTEs after it and, under WITH RECURSIVE, in itself), "
+            "and it is not a sessionstore table"
+        )
+    raise _refused(f"{name!r} is not a sessionstore table; `sessionstore schema` lists them")
+
+
+def _check_qualifier(
+    node: exp.Expr, db: exp.Expr | None, catalog: exp.Expr | None, dialect: str
+) -> None:
+    """A schema qualifier must be ours (SQLite `main`, PostgreSQL `public`); no catalog."""
+    schema = db.name if isinstance(db, exp.Identifier) else ("" if db is None else db.sql())
+    if catalog is not None or schema.lower() not in _SCHEMAS.get(dialect, frozenset({""})):
+        raise _refused(f"{node.sql()} is outside sessionstore's tables")
+
+
+def _check_type(node: exp.DataType) -> None:
+    """No casts to catalog lookup types (regclass, regproc, regrole, ...) or unknown types."""
+    kind = node.this
+    name = kind.value if isinstance(kind, exp.DataType.Type) else str(kind)
+    if kind == exp.DataType.Type.USERDEFINED or _CATALOG_TYPE.match(name):
+        raise _refused(f"type {node.sql()} is not allowed (it reads the catalogs)")
 
 
 def _check_function(node: exp.Func) -> None:
@@ -166,9 +297,26 @@ def _check_function(node: exp.Func) -> None:
                 f"function {name}() is not allowed (functions that reach outside the query, "
                 "sleep, lock or make huge values are refused; docs/SECURITY.md lists the rules)"
             )
+        if name in ("printf", "format"):
+            _check_format(name, node.expressions[0] if node.expressions else None)
+    elif isinstance(node, exp.Format):
+        _check_format("format", node.this)
     elif isinstance(node, _FORBIDDEN_FUNCTIONS):
         name = node.sql_name().lower()
         raise _refused(f"function {name}() is not allowed (it makes values of any size)")
+
+
+def _check_format(name: str, template: exp.Expr | None) -> None:
+    """format()/printf() pad to any width (`%900000000s`): a literal template, small widths."""
+    if not (isinstance(template, exp.Literal) and template.is_string):
+        raise _refused(f"{name}() takes a literal template here (its widths are checked)")
+    for width, precision in _CONVERSION.findall(template.this.replace("%%", "")):
+        for number in (width, precision):
+            if number == "*" or len(number) > _MAX_WIDTH_DIGITS:
+                raise _refused(
+                    f"{name}() width or precision {number!r} is not allowed "
+                    f"(at most {_MAX_WIDTH_DIGITS} digits, no *: it makes values of any size)"
+                )
 
 
 def _name_of(node: exp.Expr) -> str:
