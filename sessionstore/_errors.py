@@ -14,6 +14,7 @@ safe to log. One tree:
     ├── DatabaseNotFoundError (FileNotFoundError)  a read-only open of a missing SQLite file
     ├── ReadOnlyStoreError                       a store opened read-only was asked to write
     ├── QueryRejectedError (ValueError)          the database refused a read-only query
+    ├── QueryTooLargeError                       a read-only query's result passed its bound
     ├── InvalidItemError (ValueError)            an item or metadata JSON cannot hold as given
     ├── StoreTimeoutError (TimeoutError)         a bounded wait ran out; names what it waited for
     ├── StoreError                               the database refused an operation
@@ -99,6 +100,11 @@ class ReadOnlyStoreError(SessionStoreError):
 
 class QueryRejectedError(SessionStoreError, ValueError):
     """The database refused a read-only query (a syntax error, no such table): its words."""
+
+
+class QueryTooLargeError(SessionStoreError):
+    """A read-only query's result passed the bound `sessionstore query` holds (bytes or a
+    single value): stopped, not printed, so a runaway value cannot exhaust the process."""
 
 
 class InvalidItemError(SessionStoreError, ValueError):

@@ -1,13 +1,15 @@
 """`sessionstore query`: read-only SQL over the documented schema.
 
 Four guards: the statement must pass `_query_guard` (one SELECT over the documented tables,
-parsed by a real SQL parser; what runs is the parser's re-printing of what it checked); the
-store is opened read-only (SQLite `mode=ro`, PostgreSQL READ ONLY transactions), so the
-database refuses a write even if the first check were fooled; a timeout the database
-enforces (SQLite: a progress handler; PostgreSQL: statement_timeout) stops a
-runaway query, and SQLite's heap is capped; on PostgreSQL, `--role` (or the config's
-`query.role`) runs it as a least-privileged role (`sessionstore migrate --query-role`).
-At most `--limit` rows are held.
+every table reference resolved in its own scope, parsed by a real SQL parser; what runs is
+the parser's re-printing of what it checked); the store is opened read-only (SQLite
+`mode=ro`, PostgreSQL READ ONLY transactions), so the database refuses a write even if the
+first check were fooled; bounds: a timeout the database enforces (SQLite: a progress
+handler; PostgreSQL: statement_timeout) stops a runaway query, SQLite's heap is capped and
+no SQLite value may pass MAX_RESULT_BYTES, rows are streamed and at most `--limit` rows and
+MAX_RESULT_BYTES are held; on PostgreSQL, `--role` (or the config's `query.role`) runs it
+as a least-privileged role (`sessionstore migrate --query-role`). A statement that is
+refused or fails is one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Final
 
+import asyncpg
 import typer
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import Connection, CursorResult
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from .._errors import QueryRejectedError, StoreTimeoutError
+from .._errors import QueryRejectedError, QueryTooLargeError, StoreTimeoutError
 from .._migrations import QUERY_ROLE_NAME
 from .._redaction import Redactor, redaction_disabled_event
 from ._common import (
@@ -42,6 +45,59 @@ DEFAULT_LIMIT: Final = 10_000
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored cell is wrapped or cut
 DEFAULT_TIMEOUT_S: Final = 30.0
 SQLITE_HEAP_LIMIT: Final = 512 * 1024 * 1024  # bytes; a query that needs more is stopped
+# The most a result may hold, counted as rows arrive (text as UTF-8, BLOBs as bytes). On
+# SQLite it is also the longest value the database will build (SQLITE_LIMIT_LENGTH), so a
+# huge printf()/group_concat() fails inside SQLite, before it reaches the heap cap.
+MAX_RESULT_BYTES: Final = 64 * 1024 * 1024
+_BATCH: Final = 500  # rows fetched at a time, from a server-side cursor on PostgreSQL
+_SCALAR_SIZE: Final = 16  # what a number, a date or a NULL counts for
+_MIB: Final = 1024 * 1024
+
+
+def _too_large(what: str) -> QueryTooLargeError:
+    return QueryTooLargeError(f"{what}; narrow it with WHERE / LIMIT, or select fewer columns")
+
+
+def _size(value: Any) -> int:
+    """The bytes a fetched value holds, near enough to bound a result."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "replace"))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, dict | list):
+        return len(str(value))
+    return _SCALAR_SIZE
+
+
+def _fetch(
+    result: CursorResult[Any], limit: int, deadline: float, timeout_s: float
+) -> list[tuple[Any, ...]]:
+    """At most `limit + 1` rows, streamed and counted as they arrive: past MAX_RESULT_BYTES
+    (or the deadline, between batches) it stops instead of holding more."""
+    rows: list[tuple[Any, ...]] = []
+    held = 0
+    while len(rows) <= limit:
+        batch = result.fetchmany(min(_BATCH, limit + 1 - len(rows)))
+        if not batch:
+            break
+        for row in batch:
+            held += sum(_size(value) for value in row)
+            if held > MAX_RESULT_BYTES:
+                raise _too_large(
+                    f"the result passed the {MAX_RESULT_BYTES // _MIB} MiB `query` holds "
+                    f"(at row {len(rows) + 1:,})"
+                )
+            rows.append(tuple(row))
+        if time.monotonic() > deadline:
+            raise _timed_out(timeout_s)
+    return rows
+
+
+def _timed_out(timeout_s: float) -> StoreTimeoutError:
+    return StoreTimeoutError(
+        f"the query ran longer than {timeout_s:g} s and was stopped by the database "
+        "(raise --timeout, or narrow it with WHERE / LIMIT)"
+    )
 
 
 def _select(
@@ -54,43 +110,61 @@ def _select(
     statement = vetted(sql, conn.dialect.name)
     deadline = time.monotonic() + timeout_s
     raw = conn.connection.driver_connection
-    heap_before = 0
+    heap_before = length_before = 0
     if sqlite:
         assert isinstance(raw, sqlite3.Connection)
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         heap_before = raw.execute("PRAGMA hard_heap_limit").fetchone()[0]
         raw.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}")
+        length_before = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_RESULT_BYTES)
     else:
-        # Reads run in autocommit, where SET LOCAL does nothing: set, then reset below (a
-        # connection whose reset fails is discarded by the store, never pooled again).
-        conn.exec_driver_sql(f"SET statement_timeout = {max(int(timeout_s * 1000), 1)}")
+        # Reads run in autocommit: this transaction is the statement's own (a server-side
+        # cursor needs one), its settings are LOCAL and end with it.
+        conn.exec_driver_sql("BEGIN READ ONLY")
+        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(int(timeout_s * 1000), 1)}")
+        conn.exec_driver_sql("SET LOCAL standard_conforming_strings = on")  # as re-printed
         if role is not None:
-            conn.exec_driver_sql(f'SET ROLE "{role}"')
+            conn.exec_driver_sql(f'SET LOCAL ROLE "{role}"')
     try:
-        result = conn.exec_driver_sql(statement)
-        rows = [tuple(row) for row in result.fetchmany(limit + 1)]
+        result = conn.exec_driver_sql(
+            statement, execution_options={"stream_results": True, "max_row_buffer": _BATCH}
+        )
+        if not result.returns_rows:
+            raise QueryRejectedError("refused: the statement returns no rows to show")
         columns = list(result.keys())
+        rows = _fetch(result, limit, deadline, timeout_s)
         result.close()
         return columns, rows
-    except DBAPIError as error:
-        reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+    except (DBAPIError, asyncpg.PostgresError) as error:
+        # asyncpg's errors while a server-side cursor fetches reach us unwrapped.
+        orig = error.orig if isinstance(error, DBAPIError) else error
+        reason = (str(orig).strip() or type(orig).__name__).splitlines()[0]
         if "interrupted" in reason or "statement timeout" in reason:
-            raise StoreTimeoutError(
-                f"the query ran longer than {timeout_s:g} s and was stopped by the database "
-                "(raise --timeout, or narrow it with WHERE / LIMIT)"
+            raise _timed_out(timeout_s) from None
+        if "too big" in reason:  # SQLITE_LIMIT_LENGTH: a value longer than the bound
+            raise _too_large(
+                f"a value passed the {MAX_RESULT_BYTES // _MIB} MiB `query` allows one value"
             ) from None
         raise QueryRejectedError(
             f"the database rejected it: {reason}; `sessionstore schema` lists the tables "
             "(docs/SCHEMA.md describes them)"
         ) from None
+    except MemoryError:  # SQLite's heap cap, or this process: one line, not a traceback
+        raise _too_large(
+            "the query needed more memory than it may use "
+            f"(SQLite's heap: {SQLITE_HEAP_LIMIT // _MIB} MiB)"
+        ) from None
+    except SQLAlchemyError as error:  # anything else the driver layer says: its first line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise QueryRejectedError(f"the statement cannot be read as a result: {first}") from None
     finally:
         if sqlite:
             assert isinstance(raw, sqlite3.Connection)
             raw.set_progress_handler(None, 0)
             raw.execute(f"PRAGMA hard_heap_limit = {int(heap_before)}")
+            raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length_before)
         else:
-            conn.exec_driver_sql("RESET ROLE")
-            conn.exec_driver_sql("RESET statement_timeout")
+            conn.exec_driver_sql("ROLLBACK")
 
 
 async def _run(
