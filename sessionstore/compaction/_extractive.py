@@ -643,8 +643,8 @@ _NOT_CLAIMS: Final = frozenset({"entity", "tool", "pinned", "change"})
 
 def _states_retired(fact: _Fact, retired: frozenset[str]) -> bool:
     """An entity or a subject-less line that still names a replaced value as if current."""
-    if fact.kind == "entity":
-        return fact.text.lower() in retired
+    if fact.kind == "entity":  # "redis 4.2.9" states 4.2.9
+        return fact.text.lower() in retired or bool(values_in(fact.text) & retired)
     if fact.kind == "pinned" or claim_of(fact.body()) is not None:
         return False  # a claim of its own was settled by its subject
     return bool(values_in(fact.body()) & retired)
@@ -802,6 +802,12 @@ def _drop_order(
     priority = _PRIORITY[fact.kind]
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
+    elif fact.kind == "state" and fact.weak:  # a value read but never used: tool chatter
+        priority = _PRIORITY["tool"]
+    elif "(was " in fact.text:  # the current value of a subject that changed
+        priority = max(priority, _PRIORITY["state"])
+    elif fact.kind == "note" and claim_of(fact.body()) is not None:
+        priority = _PRIORITY["action"]  # says what something is, in whatever words
     return (not routine, priority, not fact.weak, salience, age)
 
 

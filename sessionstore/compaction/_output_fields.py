@@ -37,6 +37,7 @@ _LOG_LINE: Final = re.compile(
     r"^\s*\[?(\d{4}-\d{2}-\d{2}[T ][\d:.,]+\S*)\]?\s+\[?([A-Z]{3,8})\]?\s+(.*)$"
 )
 _LOG_PAIR: Final = re.compile(r"\b([A-Za-z_][\w.\-]{0,40})=(\"[^\"]*\"|'[^']*'|[^\s,;]+)")
+_COLUMNS: Final = re.compile(r"^\s*([^\s#]\S{0,80})\s{2,}(\S.{0,120}?)\s*$")
 _SEPARATOR_ROW: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:[|+]\s*:?-{3,}:?\s*)*\|?\s*$")
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT: Final = re.compile(r"[^0-9A-Za-zÀ-ÿ]+")
@@ -218,9 +219,11 @@ def _line_fields(lines: Sequence[str]) -> list[OutputField]:
             if len(key.split()) <= 4 and not key.lower().startswith(("http", "note")):
                 fields.append(OutputField(key, _clip(value)))
                 continue
-        fields.extend(
-            OutputField(key, _clip(value.strip("\"'"))) for key, value in _LOG_PAIR.findall(line)
-        )
+        if column := _COLUMNS.match(line):  # "/search/indexer/   Zofia" (CODEOWNERS, ls -l)
+            fields.append(OutputField(column.group(1), _clip(column.group(2))))
+            continue
+        pairs = _LOG_PAIR.findall(line)
+        fields.extend(OutputField(key, _clip(value.strip("\"'"))) for key, value in pairs)
     return fields
 
 

@@ -102,6 +102,12 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _DIGITS: Final = re.compile(r"\d+")
+# What precedes a value that was given up: "pgloader rather than Debezium", "statt Kafka".
+_INSTEAD: Final = re.compile(
+    r"\b(?:rather than|instead of|not|no longer|statt|anstatt|anstelle von|nicht mehr|"
+    r"en vez de|en lugar de|ya no)\s+(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?$",
+    re.IGNORECASE,
+)
 _NEAR_BEFORE: Final = 4
 _NEAR_AFTER: Final = 4
 
@@ -211,6 +217,7 @@ def claim_of(text: str) -> Claim | None:
         if not values:
             return None
     former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
+    former |= {value.lower() for a, _, _, value in spans if _INSTEAD.search(text[:a])}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
     return Claim(frozenset(near), current, frozenset(qualifiers), former)
 
@@ -218,6 +225,9 @@ def claim_of(text: str) -> Claim | None:
 def retired_by(new: Claim, old: Claim) -> frozenset[str]:
     """The values of `old` that `new` replaces (empty when they are about other things)."""
     types = set(new.values) & set(old.values)
+    dropped = old.all_values() & new.former  # "pgloader rather than Debezium"
+    if dropped:
+        return dropped  # named as given up: no doubt what it is about
     if not types:
         return frozenset()
     if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:

@@ -160,7 +160,7 @@ def tool_facts(
         if any(used):
             chosen = [(field, True) for field, hit in zip(fields, used, strict=True) if hit]
         elif _answered(entries, position):
-            marked = [field for field in fields if _marks(field)]
+            marked = [field for field in fields if _marks(field) and not field.row]
             chosen = [(field, False) for field in marked[:_ACKNOWLEDGED_FIELDS]]
         else:
             chosen = []
