@@ -965,10 +965,15 @@ NOISE_TEXT: Final[dict[Lang, dict[str, tuple[str, ...]]]] = {
 
 
 class Noise:
-    """Routine turns: grep hits, pytest logs, CI JSON, file reads, chit-chat."""
+    """Routine turns: grep hits, pytest logs, CI JSON, file reads, chit-chat. Like a real
+    repository, the session's TODOs and test files stay put (a TODO goes once its file is
+    cleaned up), so repeated greps and test runs repeat themselves."""
 
     def __init__(self, rng: random.Random, lang: Lang) -> None:
         self.rng, self.text, self.calls = rng, NOISE_TEXT[lang], 0
+        spots = rng.sample([(m, n) for m in NOISE_MODULES for n in range(10, 800, 7)], 36)
+        self.todos = sorted((m, n, rng.choice(TODOS)) for m, n in spots)
+        self.tests = [(m, rng.randrange(5, 40)) for m in rng.sample(NOISE_MODULES, 8)]
 
     def say(self, key: str, **values: Any) -> str:
         return self.rng.choice(self.text[key]).format(**values)
@@ -984,21 +989,17 @@ class Noise:
 
     def turn(self) -> list[Item]:
         r = self.rng
-        kind = r.choices(("grep", "tests", "ci", "file", "chat"), (4, 4, 3, 5, 3))[0]
+        kind = r.choices(("grep", "tests", "ci", "file", "chat"), (3, 4, 3, 6, 3))[0]
         mod = r.choice(NOISE_MODULES)
         if kind == "chat":
             return [user(self.say("chat")), assistant(self.say("ack"))]
         if kind == "grep":
-            hits = [
-                f"src/common/{r.choice(NOISE_MODULES)}.py:{r.randrange(10, 800)}:    "
-                f"# TODO: {r.choice(TODOS)}"
-                for _ in range(r.randrange(8, 22))
-            ]
-            call = self.call("grep", {"pattern": "TODO", "path": "src/"}, "\n".join(hits))
+            hits = [f"src/common/{m}.py:{n}:    # TODO: {todo}" for m, n, todo in self.todos]
+            output = "\n".join(hits) or "(no matches)"
+            call = self.call("grep", {"pattern": "TODO", "path": "src/"}, output)
             return [user(self.say("grep")), *call, assistant(self.say("done_grep", n=len(hits)))]
         if kind == "tests":
-            files = r.sample(NOISE_MODULES, 6)
-            n = r.randrange(120, 900)
+            n = sum(dots for _, dots in self.tests)
             log = [
                 "============ test session starts ============",
                 "platform linux -- Python 3.11.9, pytest-8.3.3",
@@ -1006,8 +1007,8 @@ class Noise:
                 "",
             ]
             log += [
-                f"tests/unit/test_{f}.py {'.' * r.randrange(5, 40)} [{(i + 1) * 16:3d}%]"
-                for i, f in enumerate(files)
+                f"tests/unit/test_{m}.py {'.' * dots} [{(i + 1) * 100 // len(self.tests):3d}%]"
+                for i, (m, dots) in enumerate(self.tests)
             ]
             log.append(f"============ {n} passed, {r.randrange(1, 9)} warnings in "
                        f"{r.randrange(2, 90)}.{r.randrange(10, 99)}s ============")  # fmt: skip
@@ -1021,6 +1022,8 @@ class Noise:
             call = self.call("ci_status", {"branch": "main"}, json.dumps({"workflow_runs": runs}))
             return [user(self.say("ci")), *call, assistant(self.say("done_ci"))]
         code = [f"def {mod}_{i}(value):\n    return value  # simplified" for i in range(6)]
+        code += [f"# TODO: {todo}" for m, _, todo in self.todos if m == mod]
+        self.todos = [todo for todo in self.todos if todo[0] != mod]  # cleaned up
         call = self.call("read_file", {"path": f"src/common/{mod}.py"}, "\n\n".join(code))
         return [user(self.say("next")), *call, assistant(self.say("done_file", mod=mod))]
 
@@ -1114,10 +1117,12 @@ class Generator:
             mine = [t for t in mine if t.lang == self.spec.lang]
         kinds = sorted({t.kind for t in mine}, key=KINDS.index)
         self.rng.shuffle(kinds)
-        return [
-            self.rng.choice([t for t in mine if t.kind == kinds[i % len(kinds)]])
-            for i in range(count)
-        ]
+        decks = {kind: [t for t in mine if t.kind == kind] for kind in kinds}
+        for deck in decks.values():
+            self.rng.shuffle(deck)
+        # Kinds in turn, each kind's phrasings in turn: no phrasing twice while others are left.
+        return [decks[kinds[i % len(kinds)]][i // len(kinds) % len(decks[kinds[i % len(kinds)]])]
+                for i in range(count)]  # fmt: skip
 
     def steps(self, steps: Sequence[Step], values: Mapping[str, str]) -> list[Item]:
         items: list[Item] = []
@@ -1217,8 +1222,7 @@ def check_probes(session: Session) -> None:
 
 
 def build_session(spec: SessionSpec, split: Split, seed: int, quick: bool) -> Session:
-    turns = max(60, spec.turns // QUICK_SCALE) if quick else spec.turns
-    return Generator(spec, split, seed, turns).build()
+    return Generator(spec, split, seed, build_turns(spec, quick)).build()
 
 
 # ---------------------------------------------------------------- running
@@ -1425,6 +1429,7 @@ def build_report(
                      for spec, _ in config.specs()],
         "quick": config.quick,
         "window": WINDOW,
+        "facts_per_setting": len(results[0].observations) if results else 0,
         "total": total,
         "configs": rows,
         "passed": all(not row["failures"] for row in rows),
@@ -1440,7 +1445,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"summarizer {report['summarizer']}, split {report['split']}, seed {report['seed']}, "
         f"window {report['window']} tokens, {len(report['sessions'])} sessions "
-        f"({total['facts']} facts per setting): " + ", ".join(report["sessions"]),
+        f"({report['facts_per_setting']} facts per setting): " + ", ".join(report["sessions"]),
         "",
         f"**Overall {percent(total['overall'])}** ({total['passed']}/{total['probes']} probes "
         f"over every strategy and masking setting); **stale rate {percent(total['stale_rate'])}** "
