@@ -57,6 +57,7 @@ from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
 from ._rows import Batch
 from ._search_index import index_pending
+from ._sqlite_wal import enter_wal
 from ._writer_thread import WriterThread
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
@@ -307,7 +308,7 @@ class SQLiteDatabase:
         self._writer_engine: Engine = sa.create_engine(
             url, poolclass=StaticPool, pool_reset_on_return=None, **kwargs
         )
-        configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous)
+        configure_sqlite(self._writer_engine, busy_timeout_ms, synchronous, timeout_s=timeout_s)
         self._writer = WriterThread("sessionstore-sqlite-writer")
         self._writer_conn: Connection | None = None
         # Appends queued at the same moment commit together (one fsync for all of them).
@@ -339,7 +340,13 @@ class SQLiteDatabase:
             self._readers: Executor = self._writer
         else:
             self.engine = sa.create_engine(url, **kwargs)
-            configure_sqlite(self.engine, busy_timeout_ms, synchronous, read_only=self.read_only)
+            configure_sqlite(
+                self.engine,
+                busy_timeout_ms,
+                synchronous,
+                read_only=self.read_only,
+                timeout_s=timeout_s,
+            )
             self._readers = ThreadPoolExecutor(
                 _SQLITE_READERS, thread_name_prefix="sessionstore-sqlite-reader"
             )
@@ -853,10 +860,13 @@ def configure_sqlite(
     synchronous: str = "FULL",
     *,
     read_only: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """WAL, busy timeout, foreign keys, and explicit BEGIN control for a SQLite engine.
 
     A read-only connection changes no journal mode or durability setting (it cannot).
+    Switching a new file to WAL waits up to `timeout_s` for other connections doing the
+    same (`_sqlite_wal.py`).
     """
 
     @event.listens_for(engine, "connect")
@@ -869,7 +879,7 @@ def configure_sqlite(
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if not read_only:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                enter_wal(cursor, timeout_s)
                 cursor.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:

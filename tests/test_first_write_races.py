@@ -1,0 +1,103 @@
+"""Stores whose first write lands on one new SQLite file at the same moment, as the Agents
+SDK's own `test_add_items_concurrent_first_access_across_from_url_sessions_cross_loop` does:
+each opens `SQLSession.from_url(..., create_tables=True)` with the default busy timeout,
+waits for the others, and appends. Every write must succeed, as with the SDK's classes.
+
+It failed before (1 in 3 to 1 in 8 SDK runs): two connections switching a new file to WAL at
+once are answered "database is locked" at once (`_sqlite_wal.py`), and a store's first write
+waited behind another's whole migration chain. Several rounds on new files make the race
+likely to show; the checks are outcomes, never times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+import sqlalchemy as sa
+
+from sessionstore import SessionStore, SQLSession
+
+ROUNDS = 8
+PROCESS_ROUNDS = 1  # each process imports the SDK: seconds of CPU apiece
+RESULT_TIMEOUT_S = 120  # a failure guard only: no answer by then means a hang
+
+
+class _Barrier(Protocol):
+    def wait(self, timeout: float | None = None) -> Any: ...
+
+
+def first_write(url: str, start: _Barrier, n: int) -> str:
+    """One store's first write after every store is open; its stored items, or its error."""
+
+    async def run() -> str:
+        session = SQLSession.from_url(f"s{n}", url=url, create_tables=True)
+        try:
+            start.wait(RESULT_TIMEOUT_S)
+            await session.add_items([{"role": "user", "content": str(n)}])
+            return " ".join(str(item.get("content")) for item in await session.get_items())
+        finally:
+            await session.close()
+
+    try:
+        return asyncio.run(run())
+    except Exception as error:  # every outcome is reported, not only the first failure
+        return f"{type(error).__name__}: {error}"
+
+
+def _first_write_in_process(url: str, start: _Barrier, n: int, results: Any) -> None:
+    results.put((n, first_write(url, start, n)))
+
+
+def _created_once_with(url: str) -> tuple[int, int]:
+    """(schema creations recorded, sessions stored) in the file at `url`."""
+
+    async def count() -> tuple[int, int]:
+        async with SessionStore(url) as store, store.engine.connect() as conn:
+            created = await conn.scalar(
+                sa.text("SELECT count(*) FROM events WHERE event = 'schema.migrated'")
+            )
+            sessions = await conn.scalar(sa.text("SELECT count(*) FROM sessions"))
+            return int(created or 0), int(sessions or 0)
+
+    return asyncio.run(count())
+
+
+def _new_file(tmp_path: Path, name: str) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / name}"
+
+
+@pytest.mark.parametrize("stores", [2, 8])
+def test_stores_in_threads_first_write_to_a_new_file_at_once(tmp_path: Path, stores: int) -> None:
+    for round_ in range(ROUNDS):
+        url = _new_file(tmp_path, f"threads-{round_}.db")
+        start = threading.Barrier(stores)
+        with ThreadPoolExecutor(stores) as pool:
+            outcomes = list(pool.map(partial(first_write, url, start), range(stores)))
+        assert outcomes == [str(n) for n in range(stores)], f"round {round_}"
+        assert _created_once_with(url) == (1, stores)
+
+
+def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path) -> None:
+    processes_per_round = 4
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(PROCESS_ROUNDS):
+        url = _new_file(tmp_path, f"processes-{round_}.db")
+        start, results = context.Barrier(processes_per_round), context.Queue()
+        processes = [
+            context.Process(target=_first_write_in_process, args=(url, start, n, results))
+            for n in range(processes_per_round)
+        ]
+        for process in processes:
+            process.start()
+        outcomes = dict(results.get(timeout=RESULT_TIMEOUT_S) for _ in processes)
+        for process in processes:
+            process.join(RESULT_TIMEOUT_S)
+        assert outcomes == {n: str(n) for n in range(processes_per_round)}, f"round {round_}"
+        assert _created_once_with(url) == (1, processes_per_round)
