@@ -129,12 +129,13 @@ def _select(
         result = conn.exec_driver_sql(
             statement, execution_options={"stream_results": True, "max_row_buffer": _BATCH}
         )
-        if not result.returns_rows:
-            raise QueryRejectedError("refused: the statement returns no rows to show")
-        columns = list(result.keys())
-        rows = _fetch(result, limit, deadline, timeout_s)
-        result.close()
-        return columns, rows
+        try:
+            if not result.returns_rows:
+                raise QueryRejectedError("refused: the statement returns no rows to show")
+            return list(result.keys()), _fetch(result, limit, deadline, timeout_s)
+        finally:
+            if sqlite:  # a stopped SQLite statement lets go of the file now, not when collected
+                result.close()
     except (DBAPIError, asyncpg.PostgresError) as error:
         # asyncpg's errors while a server-side cursor fetches reach us unwrapped.
         orig = error.orig if isinstance(error, DBAPIError) else error
