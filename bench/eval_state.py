@@ -27,6 +27,14 @@ the active context anywhere but in an annotation (see `is_stale`). Every fact ki
 least six phrasings per category; even-numbered ones are the tuning half, odd-numbered ones
 the held-out half (the default report). The phrasings were written from how agent sessions
 read, not from the summarizer's rules.
+
+Scores: "overall" is the share of passed probes (a superseded fact has two: its new value is
+kept, its old value is not stale), per category and per kind likewise; the stale rate is
+reported on its own. `--check` wants, for every strategy and masking setting, overall >= 90%,
+every category >= 80% and a stale rate <= 5%. The default run (10 sessions, 6 strategies,
+masking off and on: 12 settings, `--concurrency 2` processes) takes about 2 minutes on a
+2-core VM; `--quick` keeps every fact but a fifth of the turns (at least 60) for tests.
+With masking on, a fact only in a masked tool output counts as lost (as in eval_masking.py).
 """
 
 from __future__ import annotations

@@ -102,3 +102,21 @@ def test_the_halves_are_disjoint_and_every_family_has_six_phrasings(script: Modu
         for spec in script.SPECS:
             session = script.build_session(spec, split, 0, True)
             assert {fact.template % 2 for fact in session.facts} == {parity}, (split, spec.name)
+
+
+def test_check_fails_a_setting_below_any_threshold(script: ModuleType) -> None:
+    categories: dict[str, float] = dict.fromkeys(script.CATEGORIES, 0.9)
+    good = {"overall": 0.95, "categories": categories}
+    assert script.failures({**good, "stale_rate": 0.0}) == []
+    assert script.failures({**good, "stale_rate": 0.06}) == ["stale rate 6.0% > 5%"]
+    low = {**good, "categories": {**categories, "negative": 0.79}, "stale_rate": 0.0}
+    assert script.failures(low) == ["negative 79.0% < 80%"]
+    assert script.failures({**good, "overall": 0.89, "stale_rate": None}) == ["overall 89.0% < 90%"]
+
+
+def test_the_handoff_session_passes_between_three_agents(script: ModuleType) -> None:
+    spec = next(spec for spec in script.SPECS if spec.agents)
+    session = script.build_session(spec, "heldout", 0, False)
+    assert {agent for agent, _ in session.turns} == set(script.AGENTS)
+    calls = [item["name"] for _, items in session.turns for item in items if "name" in item]
+    assert {f"transfer_to_{agent}" for agent in script.AGENTS} <= set(calls)
