@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.openai_server import OpenAIServer
 from tests.support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,3 +121,20 @@ def test_the_handoff_session_passes_between_three_agents(script: ModuleType) -> 
     assert {agent for agent, _ in session.turns} == set(script.AGENTS)
     calls = [item["name"] for _, items in session.turns for item in items if "name" in item]
     assert {f"transfer_to_{agent}" for agent in script.AGENTS} <= set(calls)
+
+
+def test_an_openai_compatible_endpoint_summarizes_and_check_fails_below_target() -> None:
+    # The server echoes a line of the prompt: a poor summary, so --check must fail.
+    with OpenAIServer() as server:
+        result = run(
+            "--quick", "--sessions", "1", "--strategy", "brief", "--masking", "off", "--json",
+            "--check", "--base-url", server.base_url, "--model", "eval-model", "--api-key", "sk-e",
+        )  # fmt: skip
+        requests = server.requests
+    assert result.returncode == 1, result.stderr
+    assert "below threshold: brief masking off" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["summarizer"] == "openai:eval-model" and not report["passed"]
+    assert requests and all(r.path == "/v1/chat/completions" for r in requests)
+    assert requests[0].headers["authorization"] == "Bearer sk-e"
+    assert len(requests) == sum(report["configs"][0]["compactions"])  # one per compaction
