@@ -49,6 +49,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Final
 
+from ._commands import cli_command
+
 # Where a missing data key can be added (crypto's KEYS_ENV is the same name).
 _HOW_TO_ADD: Final = "add it to SESSIONSTORE_KEYS or the key file"
 
@@ -188,7 +190,7 @@ class HistoryTamperedError(SessionStoreError):
         shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
         super().__init__(
             f"the history of session {session_id!r} does not verify: {shown} (nothing was "
-            f"returned; `sessionstore verify {session_id}` reports every problem)"
+            f"returned; `{cli_command('verify', session_id)}` reports every problem)"
         )
         self.session_id = session_id
         self.problems = list(problems)

@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from .._archive_sealing import OpenedArchive
+from .._commands import cli_command
 from .._redaction import Redactor, redaction_disabled_event
 from ..archive import ArchiveInfo, list_archives, read_archives
 from ._common import (
@@ -138,7 +139,7 @@ def show(
             err_console.print(
                 shown(
                     f"session {session_id!r} has no archive of {which}; "
-                    f"`sessionstore archive list {session_id}` lists its archives"
+                    f"`{cli_command('archive list', session_id)}` lists its archives"
                 )
             )
             raise typer.Exit(EXIT_FAILED)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._builders import build_manager, build_store
+from .._commands import cli_command
 from .._config import SessionStoreConfig
 from .._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
@@ -268,12 +269,16 @@ def _print(outcome: CompactionOutcome, *, dry_run: bool, diff: bool, redactor: R
         _print_pruned_only(outcome, counts)
     elif outcome.result is not None:
         fallback = f", fallback {outcome.fallback}" if outcome.fallback else ""
+        archive_show = cli_command(
+            "archive show",
+            outcome.session_id,
+            options=f"--compaction {outcome.result.compaction_id}",
+        )
         console.print(
             shown(
                 f"Wrote {marker_line(outcome.result.version)} ({outcome.strategy}{fallback}) "
                 f"as compaction {outcome.result.compaction_id}; the replaced rows are in "
-                f"archive (`sessionstore archive show {outcome.session_id} --compaction "
-                f"{outcome.result.compaction_id}`)."
+                f"archive (`{archive_show}`)."
             )
         )
         if outcome.summary:
@@ -293,6 +298,9 @@ def _print_pruned_only(outcome: CompactionOutcome, counts: dict[str, int]) -> No
     to get a summary next time (the archived rows are not summarized again)."""
     assert outcome.result is not None
     compaction = outcome.result.compaction_id
+    archive_show = cli_command(
+        "archive show", outcome.session_id, options=f"--compaction {compaction}"
+    )
     prior = (
         "the prior summary is kept unchanged"
         if "kept summary" in counts
@@ -302,16 +310,16 @@ def _print_pruned_only(outcome: CompactionOutcome, counts: dict[str, int]) -> No
         shown(
             f"No summary was written: the summarizer failed (fallback {outcome.fallback}). "
             f"Compaction {compaction} archived {_archived(counts)} rows without summarizing "
-            f"them ({prior}); they are only in the archive (`sessionstore archive show "
-            f"{outcome.session_id} --compaction {compaction}`).",
+            f"them ({prior}); they are only in the archive "
+            f"(`{archive_show}`).",
             "red",
         )
     )
     console.print(
         shown(
             "To retry: make the summarizer reachable (--base-url and --summarizer-model, or the "
-            "config's summarizer section, and its API key) and run `sessionstore compact "
-            f"{outcome.session_id}` again; it summarizes what is in the context then, not the "
-            "rows archived here."
+            "config's summarizer section, and its API key) and run "
+            f"`{cli_command('compact', outcome.session_id)}` again; it summarizes what is in the "
+            "context then, not the rows archived here."
         )
     )

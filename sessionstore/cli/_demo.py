@@ -16,6 +16,7 @@ import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.table import Table
 
+from .._commands import cli_command
 from .._database import resolve_url
 from .._errors import KeyringError
 from ._common import EXIT_FAILED, console, err_console, shown_url
@@ -192,11 +193,13 @@ def _print_next(target: str) -> None:
     url = shlex.quote(target)
     console.print(shown("== Next, try:", "bold"))
     for command in (
-        f"sessionstore sessions show demo --url {url}",
-        f"sessionstore events --url {url}",
-        f"sessionstore compact demo-long --diff --url {url}",
-        f"sessionstore archive list --url {url}",
-        f"sessionstore query 'SELECT kind, count(*) FROM messages GROUP BY kind' --url {url}",
+        cli_command("sessions show", "demo", options=f"--url {url}"),
+        cli_command("events", options=f"--url {url}"),
+        cli_command("compact", "demo-long", options=f"--diff --url {url}"),
+        cli_command("archive list", options=f"--url {url}"),
+        cli_command(
+            "query", "SELECT kind, count(*) FROM messages GROUP BY kind", options=f"--url {url}"
+        ),
     ):
         console.print(shown(f"  {command}"))
     try:

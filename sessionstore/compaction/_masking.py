@@ -15,11 +15,11 @@ the input (a pre-flight before every call costs what is new, not the context's s
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._commands import cli_command
 from .._events import Event
 from .._items import answered_call, call_names_in, role_of, text_of
 from .._rows import StoredRow, visible_rows
@@ -300,7 +300,8 @@ def placeholder_text(
     """Plain text (never markup): the tool, the size, where the original is, how to read it.
 
     The command it names is shell-quoted (`shlex.quote`: a session id holding `$(...)`,
-    backticks or `$VAR` pasted into a shell stays one word), on a line of its own (no
+    backticks or `$VAR` pasted into a shell stays one word) after `--` (an id that starts
+    with `-` is not an option), on a line of its own (no
     quoting of ours around it to break), and prints the whole stored row; the database is
     the user's to add (a placeholder cannot know it, and a URL may hold a password)."""
     tool = json.dumps(output.tool if output.tool is not None else "(unknown tool)")
@@ -311,7 +312,7 @@ def placeholder_text(
         where = (
             f"Stored unchanged as seq {seq} of session {session}: SessionStore.history("
             f"{session}) returns it, and this shell command prints it whole (add the --url "
-            f"or --config the session's store was opened with):\n"
+            f"or --config the session's store was opened with before the --):\n"
             f"{read_back_command(session_id, seq)}"
         )
     text = (
@@ -327,9 +328,7 @@ def placeholder_text(
 
 def read_back_command(session_id: str, seq: int) -> str:
     """The shell command that prints stored row `seq` whole (redacted, as JSON)."""
-    return (
-        f"sessionstore sessions show {shlex.quote(session_id)} --history --seq {seq}..{seq} --json"
-    )
+    return cli_command("sessions show", session_id, options=f"--history --seq {seq}..{seq} --json")
 
 
 def output_seqs(rows: Sequence[StoredRow], call_ids: Collection[str]) -> dict[str, int]:

@@ -133,7 +133,10 @@ def test_diff_previews_unless_write_is_given_and_says_what_it_wrote(uncompacted:
     assert db_state(uncompacted) == before
     written = run("compact", "work", "--url", uncompacted, "--diff", "--write")
     assert written.exit_code == 0, written.output
-    assert "Wrote <COMPACT-SUMMARY v1>" in written.output and "archive show work" in written.output
+    assert (
+        "Wrote <COMPACT-SUMMARY v1>" in written.output
+        and "archive show --compaction 1 -- work" in written.output
+    )
     assert db_state(uncompacted)["compactions"] == 1
     assert_refused(run("compact", "work", "--url", uncompacted, "--write"), 2, "--diff")
 
@@ -183,8 +186,8 @@ def test_an_unreachable_summarizer_says_no_summary_was_written_and_exits_1(
     assert "archived without a summary: 22 rows" in result.output
     assert "Compaction 1 archived 22 rows without summarizing them" in result.output
     assert "(the context has no summary)" in result.output
-    assert "`sessionstore archive show work --compaction 1`" in result.output
-    assert "To retry:" in result.output and "`sessionstore compact work` again" in result.output
+    assert "`sessionstore archive show --compaction 1 -- work`" in result.output
+    assert "To retry:" in result.output and "`sessionstore compact -- work` again" in result.output
     assert "summarizer failed:" in result.output and "could not connect" in result.output
     assert db_state(uncompacted)["compactions"] == 1  # the compaction itself went ahead
     assert _summaries(uncompacted) == []

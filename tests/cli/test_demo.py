@@ -48,7 +48,9 @@ def test_the_demo_writes_its_own_file_not_the_users_database(
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "sessionstore-demo.db").exists() and not users.exists()
-    assert "sessionstore sessions show demo --url sqlite:///sessionstore-demo.db" in result.output
+    assert (
+        "sessionstore sessions show --url sqlite:///sessionstore-demo.db -- demo" in result.output
+    )
     assert "long session: 100%" in result.output  # progress, as lines on a pipe
 
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import random
 import shlex
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +17,13 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from sessionstore import SessionStore, SQLSession
 from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager
-from tests.support.cli import run
+from tests.support.cli import run, run_process
 from tests.support.histories import words
 from tests.support.masking import is_placeholder, masking_policy
 
 SID = 'user "42" $(id) `id` $HOME'
+# An id the CLI would read as options if it came before `--` (issue #34).
+DASHED = "--json --seq 1..1"
 TURNS = 5
 
 
@@ -30,7 +33,7 @@ def read_file(path: str) -> str:
     return f"[bold]contents[/bold] of {path}: " + words(random.Random(path), 400)
 
 
-def _masked_run(url: str, *, record_idle: bool = True) -> list[list[Any]]:
+def _masked_run(url: str, *, record_idle: bool = True, sid: str = SID) -> list[list[Any]]:
     """A real Agents SDK run with masking on; the input of each of its model calls
     (`record_idle`: whether its calls store their events)."""
 
@@ -50,7 +53,7 @@ def _masked_run(url: str, *, record_idle: bool = True) -> list[list[Any]]:
                 steps.append([assistant_message(f"Read m{n}.py.")])
             model = ScriptedModel(steps)
             agent = Agent(name="reader", instructions="Read.", model=model, tools=[read_file])
-            session = SQLSession(SID, store, manager=manager)
+            session = SQLSession(sid, store, manager=manager)
             config = RunConfig(call_model_input_filter=input_filter(manager))
             for n in range(TURNS):
                 await Runner.run(agent, f"Read m{n}.py", session=session, run_config=config)
@@ -59,21 +62,42 @@ def _masked_run(url: str, *, record_idle: bool = True) -> list[list[Any]]:
     return asyncio.run(go())
 
 
+def _with_url(command: str, url: str) -> list[str]:
+    """The placeholder's command as the user runs it: the URL added before the `--`."""
+    words_ = shlex.split(command)
+    end = words_.index("--")
+    return [*words_[:end], "--url", url, *words_[end:]]
+
+
 def test_the_command_a_placeholder_names_prints_the_whole_original(db_url: str) -> None:
     sent = _masked_run(db_url)[-1]
     placeholders = [item for item in sent if is_placeholder(item)]
     assert len(placeholders) == TURNS - 2  # the newest output and the last turn's stay
     for item in placeholders:
-        command = item["output"].split("opened with):\n", 1)[1]
-        words_ = shlex.split(command)
-        assert words_[:3] == ["sessionstore", "sessions", "show"] and words_[3] == SID
-        result = run(*words_[1:], "--url", db_url)  # as the placeholder says: add the URL
+        words_ = _with_url(item["output"].split("opened with before the --):\n", 1)[1], db_url)
+        assert words_[:3] == ["sessionstore", "sessions", "show"] and words_[-2:] == ["--", SID]
+        result = run(*words_[1:])  # as the placeholder says, with the URL
         assert result.exit_code == 0, result.output
         [row] = json.loads(result.stdout)
         path = f"m{item['call_id'][1:]}.py"
         assert row["item"]["call_id"] == item["call_id"]
         assert row["item"]["output"] == read_file_body(path)  # whole, not a preview
         assert "[bold]contents[/bold]" in result.stdout  # data, not read as markup
+
+
+def test_the_printed_command_reads_a_session_whose_id_starts_with_a_dash(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The real command in a real process: the id after `--` is an argument, not options
+    (before issue #34 it came first, and `--json --seq 1..1` was read as two options)."""
+    [item, *_] = [item for item in _masked_run(db_url, sid=DASHED)[-1] if is_placeholder(item)]
+    words_ = _with_url(item["output"].split("opened with before the --):\n", 1)[1], db_url)
+    assert words_[-2:] == ["--", DASHED]
+    result = run_process(*words_[1:], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assert row["item"]["call_id"] == item["call_id"]
+    assert row["item"]["output"] == read_file_body(f"m{item['call_id'][1:]}.py")
 
 
 def read_file_body(path: str) -> str:

@@ -85,7 +85,7 @@ def test_the_placeholder_names_the_tool_the_size_the_seq_and_how_to_read_it() ->
     tokens = ESTIMATOR.count_item(history[2])
     assert text.startswith(PLACEHOLDER_START)
     assert '"read_file"' in text and f"({tokens:,} tokens)" in text
-    assert "\nsessionstore sessions show s-1 --history --seq 2..2 --json" in text
+    assert "\nsessionstore sessions show --history --seq 2..2 --json -- s-1" in text
     assert "--url or --config" in text  # the database is the reader's to name
     assert history[2]["output"] not in text  # the output itself is not repeated
     freed = sum(ESTIMATOR.count_item(history[i]) - ESTIMATOR.count_item(sent[i]) for i in (2, 6))
@@ -105,19 +105,20 @@ def test_the_stored_text_is_quoted_as_data_in_the_placeholder() -> None:
 
 
 @pytest.mark.parametrize(
-    "session_id", ['user "42" $(id)', "a`id`b", "$HOME", "it's; rm -rf /", "x\n--json"]
+    "session_id",
+    ['user "42" $(id)', "a`id`b", "$HOME", "it's; rm -rf /", "x\n--json", "-x", "--json"],
 )
 def test_the_read_back_command_keeps_a_hostile_session_id_one_shell_word(session_id: str) -> None:
     text = placeholder_text(ToolOutput(0, "c", "read", 10, True), 500, 7, session_id, "body", 0)
-    command = text.split("opened with):\n", 1)[1]  # the rest of the text: the command
+    command = text.split("opened with before the --):\n", 1)[1]  # the rest of the text: the command
     assert command == read_back_command(session_id, 7)
     words = shlex.split(command)
     assert words == [
-        "sessionstore", "sessions", "show", session_id, "--history", "--seq", "7..7", "--json"
+        "sessionstore", "sessions", "show", "--history", "--seq", "7..7", "--json", "--", session_id
     ]  # fmt: skip
     # What a POSIX shell runs: the words, no expansion (`$(id)`, backticks, `$VAR` stay text).
     echoed = subprocess.run(
-        ["sh", "-c", f"printf '%s\\0' {shlex.join(words[3:4])}"],
+        ["sh", "-c", f"printf '%s\\0' {shlex.join(words[-1:])}"],
         capture_output=True, text=True, check=True, env={"HOME": "/nowhere"},
     )  # fmt: skip
     assert echoed.stdout == session_id + "\0"
