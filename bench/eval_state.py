@@ -196,7 +196,7 @@ NEGATION: Final = re.compile(
     r"nicht|nie|kein\w*|ningún|ninguna|nunca)\b",
     re.IGNORECASE,
 )
-SENTENCE_END: Final = re.compile(r"(?<=[.!?;])\s+|\n")
+SENTENCE_END: Final = re.compile(r"(?<=[.!?;])\s+|\n|\s-\s")  # sentences, lines, bullets
 
 
 def negated(value: str, text: str) -> bool:
