@@ -19,11 +19,13 @@ from sqlalchemy.engine import Connection
 from ._append_only import maintenance
 from ._database import DEFAULT_TIMEOUT_S, Database
 from ._errors import (
+    SchemaError,
     SchemaMissingError,
     SchemaOutdatedError,
     SchemaTooNewError,
     StoreTimeoutError,
 )
+from ._head_schema import create_at_head, head_schema, is_empty
 from ._loops import KeyedLocks
 from ._schema import VIEWS, metadata
 
@@ -60,7 +62,16 @@ def alembic_config(url: str | None = None) -> Config:
 
 @cache
 def head_revision() -> str:
-    """The newest revision this code knows (read from the migration scripts once)."""
+    """The newest revision this code knows: the head schema's, while it was generated from
+    these very migration scripts (no need to load Alembic and every script for it), else
+    read from the scripts."""
+    fresh = head_schema("sqlite", script_location() / "versions")
+    return fresh.revision if fresh is not None else chain_head_revision()
+
+
+@cache
+def chain_head_revision() -> str:
+    """The newest revision of the migration scripts, as Alembic reads them."""
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
@@ -78,9 +89,17 @@ def known_revisions() -> frozenset[str]:
 
 
 def _current(connection: Connection) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
-    return MigrationContext.configure(connection).get_current_revision()
+    """The stamped revision, read as Alembic keeps it (one row of `alembic_version`), without
+    loading Alembic for it."""
+    if not sa.inspect(connection).has_table("alembic_version"):
+        return None
+    rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+    if len(rows) > 1:
+        raise SchemaError(
+            f"alembic_version holds several revisions ({', '.join(sorted(rows))}): the "
+            "schema was changed outside sessionstore; nothing was changed"
+        )
+    return str(rows[0]) if rows else None
 
 
 def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]]]:
@@ -120,8 +139,24 @@ def _migrate(connection: Connection, direction: str, revision: str) -> None:
 
 
 async def upgrade(database: Database, revision: str = "head") -> None:
-    """Upgrade the database to `revision` (default: the newest), in one transaction."""
-    await database.write(_migrate, "up", revision)
+    """Upgrade the database to `revision` (default: the newest), in one transaction; a new
+    database is created at the newest schema directly, not through the chain."""
+    head = head_revision()
+    if revision in ("head", head):
+        await database.write(_upgrade_if_behind, head)
+    else:
+        await database.write(_migrate, "up", revision)
+
+
+async def upgrade_through_chain(database: Database) -> None:
+    """Upgrade to the newest revision through every migration, even a new database (what
+    the head schema is generated from and compared with)."""
+    await database.write(run_chain)
+
+
+def run_chain(connection: Connection) -> None:
+    """Inside the caller's transaction: every migration up to the newest."""
+    _migrate(connection, "up", "head")
 
 
 async def downgrade(database: Database, revision: str) -> None:
@@ -238,5 +273,17 @@ def _upgrade_if_behind(connection: Connection, head: str) -> dict[str, str | Non
     current = _current(connection)  # SQLite: read under BEGIN IMMEDIATE's write lock
     if current == head:
         return None
+    if current is None and created_at_head(connection, head):
+        return {"from_revision": None, "to_revision": head}
     _migrate(connection, "up", head)
     return {"from_revision": current, "to_revision": head}
+
+
+def created_at_head(connection: Connection, head: str) -> bool:
+    """Build a never-migrated database at `head` directly, if the packaged head schema is
+    this code's (else False: the chain runs)."""
+    schema = head_schema(connection.dialect.name, script_location() / "versions")
+    if schema is None or schema.revision != head or not is_empty(connection):
+        return False
+    create_at_head(connection, schema)
+    return True

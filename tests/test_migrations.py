@@ -12,26 +12,17 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
 from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, StoreTimeoutError
 from sessionstore._database import open_database, resolve_url
 from sessionstore._migrations import current_revision, downgrade, head_revision, upgrade
-from sessionstore._schema import ROW_KINDS, is_search_index, metadata
+from sessionstore._schema import ROW_KINDS, metadata
 from tests.support.database import migrate_to, read_as_it_is, write_as_it_is
 from tests.support.histories import assistant, message, user
 from tests.support.invariants import assert_session_invariants
 from tests.support.managers import small_window_manager
-
-
-def _diff(connection: Connection) -> list[object]:
-    def ours(name: str | None, *_: object) -> bool:
-        return not is_search_index(name)
-
-    context = MigrationContext.configure(connection, opts={"include_name": ours})
-    return list(compare_metadata(context, metadata))
+from tests.support.schema_catalog import schema_diff
 
 
 def _tables(connection: Connection) -> set[str]:
@@ -44,12 +35,12 @@ async def test_upgrade_downgrade_upgrade_and_schema_matches(fresh_db_url: str) -
         assert await current_revision(database) is None
         await upgrade(database)
         assert await current_revision(database) == head_revision()
-        assert await database.read(_diff) == []
+        assert await database.read(schema_diff) == []
         await downgrade(database, "base")
         assert await current_revision(database) is None
         assert await database.read(_tables) & set(metadata.tables) == set()
         await upgrade(database)
-        assert await database.read(_diff) == []
+        assert await database.read(schema_diff) == []
         assert set(metadata.tables) <= await database.read(_tables)
     finally:
         await database.dispose()
