@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-import sqlalchemy as sa
 
-from sessionstore import SessionStore, SQLSession
+from sessionstore import SQLSession
+from tests.support.database import creations_and_sessions
 
 ROUNDS = 8
 PROCESS_ROUNDS = 1  # each process imports the SDK: seconds of CPU apiece
@@ -55,20 +55,6 @@ def _first_write_in_process(url: str, start: _Barrier, n: int, results: Any) -> 
     results.put((n, first_write(url, start, n)))
 
 
-def _created_once_with(url: str) -> tuple[int, int]:
-    """(schema creations recorded, sessions stored) in the file at `url`."""
-
-    async def count() -> tuple[int, int]:
-        async with SessionStore(url) as store, store.engine.connect() as conn:
-            created = await conn.scalar(
-                sa.text("SELECT count(*) FROM events WHERE event = 'schema.migrated'")
-            )
-            sessions = await conn.scalar(sa.text("SELECT count(*) FROM sessions"))
-            return int(created or 0), int(sessions or 0)
-
-    return asyncio.run(count())
-
-
 def _new_file(tmp_path: Path, name: str) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / name}"
 
@@ -81,7 +67,7 @@ def test_stores_in_threads_first_write_to_a_new_file_at_once(tmp_path: Path, sto
         with ThreadPoolExecutor(stores) as pool:
             outcomes = list(pool.map(partial(first_write, url, start), range(stores)))
         assert outcomes == [str(n) for n in range(stores)], f"round {round_}"
-        assert _created_once_with(url) == (1, stores)
+        assert creations_and_sessions(url) == (1, stores)
 
 
 def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path) -> None:
@@ -100,4 +86,4 @@ def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path) -
         for process in processes:
             process.join(RESULT_TIMEOUT_S)
         assert outcomes == {n: str(n) for n in range(processes_per_round)}, f"round {round_}"
-        assert _created_once_with(url) == (1, processes_per_round)
+        assert creations_and_sessions(url) == (1, processes_per_round)

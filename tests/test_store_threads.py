@@ -21,6 +21,7 @@ from agents.testing import ScriptedModel, assistant_message
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
+from tests.support.database import creations_and_sessions
 
 THREADS = 8
 WRITES = 10
@@ -207,27 +208,13 @@ def _process_first_write(url: str, n: int, start: Any, results: Any) -> None:
     results.put(_first_write(url, n))
 
 
-def _migrations_and_sessions(url: str) -> tuple[int, int]:
-    async def count() -> tuple[int, int]:
-        async with SessionStore(url) as store, store.engine.connect() as conn:
-            import sqlalchemy as sa
-
-            migrated = await conn.scalar(
-                sa.text("SELECT count(*) FROM events WHERE event = 'schema.migrated'")
-            )
-            sessions = await conn.scalar(sa.text("SELECT count(*) FROM sessions"))
-            return int(migrated or 0), int(sessions or 0)
-
-    return asyncio.run(count())
-
-
 @pytest.mark.parametrize("stores", [2, 4])
 def test_stores_in_threads_first_write_to_a_new_file_at_once(tmp_path: Path, stores: int) -> None:
     url = f"sqlite:///{tmp_path / 'new.db'}"
     outcomes: list[dict[str, Any]] = []
     assert _in_threads(stores, lambda n: outcomes.append(_first_write(url, n))) == []
     assert outcomes == [{"ok": True}] * stores
-    assert _migrations_and_sessions(url) == (1, stores)
+    assert creations_and_sessions(url) == (1, stores)
 
 
 @pytest.mark.parametrize("stores", [4])
@@ -246,7 +233,7 @@ def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path, s
     for process in processes:
         process.join(JOIN_TIMEOUT_S)
     assert outcomes == [{"ok": True}] * stores
-    assert _migrations_and_sessions(url) == (1, stores)
+    assert creations_and_sessions(url) == (1, stores)
 
 
 async def test_a_pool_that_stays_busy_times_out_with_a_clear_error(pg_url: str) -> None:

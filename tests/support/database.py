@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -75,6 +76,21 @@ async def write_as_it_is(url: str, fn: Callable[[Connection], _T]) -> _T:
     revision."""
     async with _as_it_is(url) as database:
         return await database.write(fn)
+
+
+def creations_and_sessions(url: str) -> tuple[int, int]:
+    """(schema creations or migrations recorded, sessions stored) in the database at `url`:
+    stores racing on a new file must create its schema once and lose no session."""
+
+    async def count() -> tuple[int, int]:
+        async with SessionStore(url) as store, store.engine.connect() as conn:
+            created = await conn.scalar(
+                sa.text("SELECT count(*) FROM events WHERE event = 'schema.migrated'")
+            )
+            stored = await conn.scalar(sa.text("SELECT count(*) FROM sessions"))
+            return int(created or 0), int(stored or 0)
+
+    return asyncio.run(count())
 
 
 async def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
