@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._errors import InvalidSessionIdError
 from ._items import is_utf8
 
 
@@ -21,12 +22,12 @@ def check_session_id(session_id: object) -> None:
             "use str(user_id) for numeric ids"
         )
     if "\x00" in session_id:
-        raise ValueError(
+        raise InvalidSessionIdError(
             "session_id contains a NUL character, which PostgreSQL cannot store (and SQLite "
             "would store only there); remove it"
         )
     if not is_utf8(session_id):
-        raise ValueError(
+        raise InvalidSessionIdError(
             "session_id contains a lone surrogate (half of a UTF-16 pair), which cannot be "
             "stored as UTF-8 text; fix the id"
         )

@@ -16,6 +16,7 @@ safe to log. One tree:
     ├── QueryRejectedError (ValueError)          the database refused a read-only query
     ├── QueryTooLargeError                       a read-only query's result passed its bound
     ├── InvalidItemError (ValueError)            an item or metadata JSON cannot hold as given
+    ├── InvalidSessionIdError (ValueError)       a session id no backend can store (NUL, ...)
     ├── StoreTimeoutError (TimeoutError)         a bounded wait ran out; names what it waited for
     ├── StoreError                               the database refused an operation
     │   ├── StoreUnavailableError (ConnectionError)  lost database; outcome_known, token
@@ -111,6 +112,11 @@ class QueryTooLargeError(SessionStoreError):
 
 class InvalidItemError(SessionStoreError, ValueError):
     """An item handed to the store cannot be stored as-is."""
+
+
+class InvalidSessionIdError(SessionStoreError, ValueError):
+    """A session id no backend or archive sink could store as given (a NUL, a lone surrogate),
+    refused before anything is written."""
 
 
 class StoreTimeoutError(SessionStoreError, TimeoutError):

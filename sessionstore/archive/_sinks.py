@@ -27,6 +27,7 @@ __all__ = [
     "event_lines",
     "preamble",
     "safe_name",
+    "session_id_of",
 ]
 
 ARCHIVAL_EVENT: Final = "compact.archival"
@@ -36,6 +37,8 @@ _SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 # 255 bytes, and an id of emoji encodes to 12 characters per character.
 _MAX_NAME: Final = 120
 _HASHED_PREFIX: Final = 64
+# The name of the empty id: a `%` that no two hex digits follow, which encoding never emits.
+_EMPTY: Final = "%"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +52,10 @@ class ArchiveDelivery:
     events: Sequence[Event]
 
     def __post_init__(self) -> None:
-        if not self.session_id:
-            raise ValueError("an archive delivery needs a non-empty session_id")
+        # Any id the store accepts (even "") is deliverable: this check runs after the
+        # compaction committed, so refusing an id here would lose the copy (issue #34).
+        if not isinstance(self.session_id, str):
+            raise TypeError(f"session_id must be a str, got {type(self.session_id).__name__}")
         if isinstance(self.step, bool) or not isinstance(self.step, int) or self.step < 0:
             raise ValueError(f"archive step must be a non-negative int, got {self.step!r}")
 
@@ -79,12 +84,13 @@ class Artifact:
 def safe_name(session_id: str) -> str:
     """A file name / key segment for a session id: injective, no separators, never `.`/`..`.
 
-    Characters outside [A-Za-z0-9._-] (and a leading dot) are percent-encoded as UTF-8;
-    overlong results keep a readable head and gain a hash of the full id (after `~`, which
-    encoding never emits, so hashed and plain names cannot collide).
+    Characters outside [A-Za-z0-9._-] (and a leading dot) are percent-encoded as UTF-8, and
+    the empty id is `%`; `session_id_of` reverses it. Overlong results keep a readable head
+    and gain a hash of the full id (after `~`, which encoding never emits, so hashed and
+    plain names cannot collide); every event a sink logs beside them names the full id.
     """
     if not session_id:
-        raise ValueError("session_id must be non-empty")
+        return _EMPTY
     encoded = "".join(
         char
         if char in _SAFE and not (index == 0 and char == ".")
@@ -95,6 +101,25 @@ def safe_name(session_id: str) -> str:
         return encoded
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return f"{encoded[:_HASHED_PREFIX]}~{digest}"
+
+
+def session_id_of(name: str) -> str | None:
+    """The session id `safe_name` made `name` from; None for a hashed (overlong) name, whose
+    id is in the events logged beside it."""
+    if name == _EMPTY:
+        return ""
+    if "~" in name:
+        return None
+    raw = bytearray()
+    index = 0
+    while index < len(name):
+        if name[index] == "%":
+            raw += bytes.fromhex(name[index + 1 : index + 3])
+            index += 3
+        else:
+            raw += name[index].encode("ascii")
+            index += 1
+    return raw.decode("utf-8", "surrogatepass")
 
 
 def _json(value: Any, *, indent: int | None = None) -> bytes:

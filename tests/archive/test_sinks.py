@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from botocore.config import Config
 
 from sessionstore._errors import ArchiveSinkError, SessionStoreError
 from sessionstore._events import Event
@@ -24,6 +23,7 @@ from sessionstore._redaction import Redactor
 from sessionstore.archive._filesystem import FilesystemSink
 from sessionstore.archive._s3 import S3Sink
 from sessionstore.archive._sinks import ArchiveDelivery, ArchiveSink, safe_name
+from tests.support.archives import CLIENT_OPTIONS, s3_client
 
 if TYPE_CHECKING:
     from mypy_boto3_kms import KMSClient
@@ -276,7 +276,7 @@ def test_fs_lone_surrogate_round_trips(root: Path) -> None:
 
 @pytest.mark.parametrize(
     ("session_id", "step", "message"),
-    [("", 1, "non-empty session_id"), ("s", -1, "non-negative int"), ("s", True, "int")],
+    [("s", -1, "non-negative int"), ("s", True, "int")],
 )
 def test_delivery_is_validated(session_id: str, step: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -284,19 +284,6 @@ def test_delivery_is_validated(session_id: str, step: int, message: str) -> None
 
 
 # --- S3, against a real moto server ---------------------------------------------------------
-
-
-# Dummy credentials for the local moto server only; real code injects a configured client.
-CLIENT_OPTIONS: dict[str, Any] = {
-    "region_name": "us-east-1",
-    "aws_access_key_id": "testing-access-key",
-    "aws_secret_access_key": "testing-secret-key",
-    "config": Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=5),
-}
-
-
-def s3_client(endpoint: str) -> S3Client:
-    return boto3.client("s3", endpoint_url=endpoint, **CLIENT_OPTIONS)
 
 
 @pytest.fixture
