@@ -497,7 +497,8 @@ class _Reader:
         }
         used: dict[int, list[_Fact]] = {}
         for at, fact in tool_facts(self.entries, paths, kept):
-            state = _Fact("state", fact.line(), label=fact.subject, weak=not fact.used)
+            subject = fact.subject if fact.keyed else ""
+            state = _Fact("state", fact.line(), label=subject, weak=not fact.used)
             used.setdefault(at, []).append(state)
         for position, entry in enumerate(self.entries):
             if entry is skip:

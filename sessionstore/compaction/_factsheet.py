@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._extractive import CARRIED_TITLE, SheetLine, stated_sentences, summary_facts
+from ._subjects import settle, values_in
 from ._supersede import superseding
 
 __all__ = ["Carried", "carry_forward", "is_kept", "standing_facts"]
@@ -25,6 +26,7 @@ __all__ = ["Carried", "carry_forward", "is_kept", "standing_facts"]
 _STANDING: Final = ("pinned", "goal", "constraint", "preference", "decision", "entity")
 _TOKEN: Final = re.compile(r"[\w][\w.@/:+-]*[\w]|\w")
 _MAX_MISFITS: Final = 8
+_WAS: Final = re.compile(r"\(was ([^()]*)\)")
 _KEPT_SHARE: Final = 0.6  # a paraphrase keeps most words; every number and name exactly
 
 
@@ -92,8 +94,11 @@ def carry_forward(
     sheet = standing_facts(summary) if facts else []
     dropped = [fact for fact in facts if not _still_standing(fact, summary, sheet)]
     said = stated_sentences(summarized) if dropped else []
+    replaced = _replaced(dropped, summary, said)
     superseded = [
-        fact for fact in dropped if fact.kind != "entity" and superseding(fact.text, said)
+        fact
+        for index, fact in enumerate(dropped)
+        if index in replaced or (fact.kind != "entity" and superseding(fact.text, said))
     ]
     missing = [fact for fact in dropped if fact not in superseded]
     reinserted: list[SheetLine] = []
@@ -109,6 +114,27 @@ def carry_forward(
             left_out.append(fact)
     text = _with_lines(summary, reinserted) if reinserted else summary
     return Carried(text, len(facts), tuple(reinserted), tuple(left_out), tuple(superseded))
+
+
+def _replaced(dropped: Sequence[SheetLine], summary: str, said: Sequence[str]) -> set[int]:
+    """Indexes of dropped facts that the new summary, or what was said, replaced: a claim
+    about the same subject with another value (_subjects.py), or a value the summary marks
+    "(was X)". Putting such a fact back would state a retired value as current."""
+    if not dropped:
+        return set()
+    newer = [fact.text for fact in summary_facts(summary) if fact.kind != "entity"]
+    texts = [None if fact.kind == "entity" else fact.text for fact in dropped]
+    settled = settle(
+        [*texts, *newer, *said], [""] * (len(texts) + len(newer) + len(said)), len(texts)
+    )
+    retired = settled.retired | {
+        value.strip().lower() for note in _WAS.findall(summary) for value in note.split(", ")
+    }
+    return {
+        index
+        for index, fact in enumerate(dropped)
+        if index in settled.replaced or values_in(fact.text) & retired
+    }
 
 
 def _with_lines(summary: str, facts: Sequence[SheetLine]) -> str:

@@ -37,9 +37,12 @@ _LOG_LINE: Final = re.compile(
     r"^\s*\[?(\d{4}-\d{2}-\d{2}[T ][\d:.,]+\S*)\]?\s+\[?([A-Z]{3,8})\]?\s+(.*)$"
 )
 _LOG_PAIR: Final = re.compile(r"\b([A-Za-z_][\w.\-]{0,40})=(\"[^\"]*\"|'[^']*'|[^\s,;]+)")
+_FRAME: Final = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_LIBRARY_PATHS: Final = ("site-packages", "dist-packages", "/usr/lib/", "<frozen", "/lib/python")
+_MAX_BARE_LINES: Final = 15  # a short listing (git log); longer ones are files and greps
 _COLUMNS: Final = re.compile(r"^\s*([^\s#]\S{0,80})\s{2,}(\S.{0,120}?)\s*$")
 _SEPARATOR_ROW: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:[|+]\s*:?-{3,}:?\s*)*\|?\s*$")
-_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD_SPLIT: Final = re.compile(r"[^0-9A-Za-zÀ-ÿ]+")
 _GENERIC_KEYS: Final = frozenset(
     re.split(
@@ -57,6 +60,7 @@ class OutputField:
     key: str  # "database.read_replica"; for a row, the table's name and the row's name
     value: str  # the value as written; for a row, "owner alice, status open, ..."
     cells: tuple[str, ...] = ()  # a row's values, each of which a later turn may name
+    columns: tuple[str, ...] = ()  # a row's column names
 
     @property
     def row(self) -> bool:
@@ -93,7 +97,8 @@ def _row(table: str, header: Sequence[str], cells: Sequence[str]) -> OutputField
     name = names[name_key] if name_key else pairs[0][1]
     rest = [f"{h} {c}" for h, c in pairs if c != name]
     label = f"{table} row {name}" if table else f"row {name}"
-    return OutputField(label, _clip(", ".join(rest)), tuple(c for _, c in pairs))
+    cells, columns = tuple(c for _, c in pairs), tuple(h for h, _ in pairs)
+    return OutputField(label, _clip(", ".join(rest)), cells, columns)
 
 
 def _walk(value: Any, path: str, depth: int = 0) -> Iterator[OutputField]:
@@ -203,7 +208,7 @@ def _ini_fields(lines: Sequence[str]) -> list[OutputField] | None:
     return fields if assignments >= max(2, len(lines) // 2) else None
 
 
-def _line_fields(lines: Sequence[str]) -> list[OutputField]:
+def _line_fields(lines: Sequence[str], listing: bool) -> list[OutputField]:
     """Whatever an unstructured output states as `key: value`, `key=value` or a log line."""
     fields: list[OutputField] = []
     for line in lines:
@@ -219,11 +224,18 @@ def _line_fields(lines: Sequence[str]) -> list[OutputField]:
             if len(key.split()) <= 4 and not key.lower().startswith(("http", "note")):
                 fields.append(OutputField(key, _clip(value)))
                 continue
+        if frame := _FRAME.match(line):
+            path, number, function = frame.groups()
+            if not any(part in path for part in _LIBRARY_PATHS):  # the application's own code
+                fields.append(OutputField("traceback frame", f"{path}:{number} in {function}"))
+            continue
         if column := _COLUMNS.match(line):  # "/search/indexer/   Zofia" (CODEOWNERS, ls -l)
             fields.append(OutputField(column.group(1), _clip(column.group(2))))
             continue
         pairs = _LOG_PAIR.findall(line)
         fields.extend(OutputField(key, _clip(value.strip("\"'"))) for key, value in pairs)
+        if not pairs and listing and len(lines) <= _MAX_BARE_LINES:
+            fields.append(OutputField("", _clip(line)))  # "b8599671 fix(ratelimit): ..."
     return fields
 
 
@@ -235,8 +247,9 @@ def _table_name(source: str) -> str:
     return source.rsplit("/", 1)[-1] if source else ""
 
 
-def fields_of(text: str, source: str = "") -> list[OutputField]:
-    """The fields of one tool output; `source` (a path or a query) names its table's rows."""
+def fields_of(text: str, source: str = "", *, listing: bool = True) -> list[OutputField]:
+    """The fields of one tool output; `source` (a path or a query) names its table's rows.
+    A `listing` (a command's output, not a file's text) may yield its lines themselves."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return []
@@ -247,6 +260,6 @@ def fields_of(text: str, source: str = "") -> list[OutputField]:
         or _delimited(lines, table)
         or _yaml_fields(text, lines)
         or _ini_fields(lines)
-        or _line_fields(lines)
+        or _line_fields(lines, listing)
     )
     return found[:_MAX_FIELDS]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -102,6 +102,11 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _DIGITS: Final = re.compile(r"\d+")
+_GIVEN_UP: Final = re.compile(
+    r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de)\s+"
+    r"(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?([^\W\d][\w.-]*\w)",
+    re.IGNORECASE,
+)
 # What precedes a value that was given up: "pgloader rather than Debezium", "statt Kafka".
 _INSTEAD: Final = re.compile(
     r"\b(?:rather than|instead of|not|no longer|statt|anstatt|anstelle von|nicht mehr|"
@@ -192,7 +197,8 @@ def claim_of(text: str) -> Claim | None:
     values: dict[str, set[str]] = {}
     qualifiers: set[str] = set()
     for start, end, kind, value in spans:
-        if kind in _NOT_STATES:
+        if kind in _NOT_STATES:  # where, not what: "/search/indexer/" is about the indexer
+            near.update(w for w in _TOKEN.findall(value.lower()) if len(w) >= 3 and w not in _STOP)
             continue
         named = _IDENTIFIED.search(text[:start]) if kind == "number" and value.isdigit() else None
         if named and named.group(1).lower() not in _STOP:
@@ -218,6 +224,7 @@ def claim_of(text: str) -> Claim | None:
             return None
     former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
     former |= {value.lower() for a, _, _, value in spans if _INSTEAD.search(text[:a])}
+    former |= {m.group(1).lower() for m in _GIVEN_UP.finditer(text)}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
     return Claim(frozenset(near), current, frozenset(qualifiers), former)
 
@@ -300,6 +307,34 @@ def _tail_values(text: str | None) -> set[str]:
     return set(values_in(tail)) or {tail.lower().strip()}
 
 
+def _words(text: str | None) -> set[str]:
+    return {w.lower() for w in _TOKEN.findall(strip_was(text))} - _STOP if text else set()
+
+
+def _settle_claim(
+    new: int,
+    claim: Claim,
+    claims: Sequence[Claim | None],
+    texts: Sequence[str | None],
+    subjects: Sequence[str],
+    by_word: Mapping[str, list[int]],
+    replaced: set[int],
+    replace: Callable[[int, int, Iterable[str]], None],
+) -> None:
+    """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
+    for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
+        previous = claims[old]
+        if (
+            old in replaced
+            or previous is None
+            or (subjects[new] and subjects[old] == subjects[new])
+        ):
+            continue
+        gone = retired_by(claim, previous)
+        if gone and not _progress(texts[old] or "", texts[new] or ""):
+            replace(old, new, gone)
+
+
 def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int = 0) -> Settled:
     """Facts oldest first (None: not a claim, e.g. an entity); a fact with the same explicit
     subject as an earlier one (a tool output's key read again), or a claim about the same
@@ -307,7 +342,9 @@ def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int
     earlier round (a prior summary lists them by section, not in the order they were said):
     they replace nothing."""
     claims = [None if text is None else _cached_claim(text) for text in texts]
+    tokens = [_words(text) for text in texts]
     by_word: dict[str, list[int]] = {}
+    by_token: dict[str, list[int]] = {}
     by_subject: dict[str, int] = {}
     replaced: set[int] = set()
     was: dict[int, tuple[str, ...]] = {}
@@ -322,27 +359,23 @@ def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int
 
     for new, claim in enumerate(claims):
         subject = subjects[new]
-        if new < fresh_from:
-            pass
-        elif subject and subject in by_subject and by_subject[subject] not in replaced:
+        fresh = new >= fresh_from
+        if fresh and subject and subject in by_subject and by_subject[subject] not in replaced:
             old = by_subject[subject]  # the same key read again: always the newer value
             _replace(old, new, _tail_values(texts[old]) - _tail_values(texts[new]))
         by_subject[subject] = new
-        if claim is None:
-            continue
-        retired.update(claim.former)
-        candidates = (
-            set() if new < fresh_from else {o for w in claim.near for o in by_word.get(w, ())}
-        )
-        for old in sorted(candidates):
-            previous = claims[old]
-            if old in replaced or previous is None or (subject and subjects[old] == subject):
-                continue
-            gone = retired_by(claim, previous)
-            if gone and not _progress(texts[old] or "", texts[new] or ""):
-                _replace(old, new, gone)
-        for word in claim.near:
-            by_word.setdefault(word, []).append(new)
+        if claim is not None:
+            retired.update(claim.former)
+            if fresh:
+                _settle_claim(new, claim, claims, texts, subjects, by_word, replaced, _replace)
+                for value in claim.former:  # "pg_dump rather than pgloader": any line naming it
+                    for old in by_token.get(value, ()):
+                        if old not in replaced and len(tokens[old] & tokens[new]) >= 2:
+                            _replace(old, new, [value])
+            for word in claim.near:
+                by_word.setdefault(word, []).append(new)
+        for token in tokens[new]:
+            by_token.setdefault(token, []).append(new)
     current = {
         value
         for index, claim in enumerate(claims)

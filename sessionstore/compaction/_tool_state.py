@@ -34,6 +34,7 @@ _GENERIC: Final = frozenset(
 _ACKNOWLEDGED_FIELDS: Final = 6  # kept from an output that was answered but not quoted
 _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
+_STEM: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class ToolFact:
     subject: str  # "deploy/prod.yaml: database.read_replica", "tickets row OPS-12"
     value: str
     used: bool  # named or referred to later; False: the output was only acknowledged
+    keyed: bool = True  # False: a bare line of a listing, which no later read replaces
 
     def line(self) -> str:
         separator = ": " if " row " in f" {self.subject}" else " = "
@@ -86,10 +88,12 @@ class _Uses:
                 continue
             for word in _words(entry.text):
                 target[word] = position
+                target[_stem(word)] = position
         end = len(entries)
         for text in kept:  # what stays verbatim after the summary is later than all of it
             for word in _words(text):
                 said[word] = end
+                said[_stem(word)] = end
         return cls(said, passed)
 
     def named_after(self, word: str, position: int) -> bool:
@@ -116,13 +120,56 @@ def _subject(source: str, field: OutputField) -> str:
     return f"{source}: {field.key}" if field.key else source
 
 
-def _distinct_key_words(fields: Sequence[OutputField]) -> list[set[str]]:
+def _stem(word: str) -> str:
+    """A crude, language-blind stem: "assignee" and "assign", "replicas" and "replica"."""
+    return word[:_STEM] if len(word) > _STEM else word
+
+
+def _stems(words: Iterable[str]) -> set[str]:
+    return {_stem(word) for word in words if len(word) >= 3} - _GENERIC
+
+
+def _field_stems(field: OutputField) -> set[str]:
+    """What a field is about: its key's words, and for a row or a bare line its cells' words."""
+    stems = _stems(key_words(field.key))
+    if field.row or not field.key:
+        stems |= _stems(key_words(" ".join(field.cells or (field.value,))))
+    return stems
+
+
+def _distinct(fields: Sequence[OutputField]) -> tuple[list[set[str]], set[str]]:
+    """Each field's stems that at most two fields share, and the stems every field shares
+    (a column: "Which snapshot ...?" asks for one row of many)."""
     seen: dict[str, int] = {}
-    words = [key_words(field.key) - _GENERIC for field in fields]
-    for found in words:
-        for word in found:
-            seen[word] = seen.get(word, 0) + 1
-    return [{word for word in found if seen[word] <= _MAX_DISTINCT_KEYS} for found in words]
+    stems = [_field_stems(field) for field in fields]
+    for found in stems:
+        for stem in found:
+            seen[stem] = seen.get(stem, 0) + 1
+    most = 1 if len(fields) <= 2 * _MAX_DISTINCT_KEYS else _MAX_DISTINCT_KEYS
+    distinct = [{stem for stem in found if seen[stem] <= most} for found in stems]
+    rows = [field for field in fields if field.row]
+    columns = [_stems(key_words(" ".join(field.columns))) for field in rows]
+    shared = set.intersection(*columns) if len(columns) > 2 else set()
+    return distinct, shared
+
+
+def _question(entries: Sequence[Entry], position: int) -> set[str]:
+    """The stems of the user's message that led to an output ("What is max_connections?")."""
+    for entry in reversed(entries[:position]):
+        if entry.kind == "message" and entry.label == "user":
+            return _stems(key_words(entry.text))
+    return set()
+
+
+def _answer(entries: Sequence[Entry], position: int) -> set[str]:
+    """The stems of what a participant said first after an output ("Then the pools must fit
+    under that.")."""
+    for entry in entries[position + 1 :]:
+        if entry.kind == "tool_output":
+            break
+        if entry.kind == "message":
+            return _stems(key_words(entry.text))
+    return set()
 
 
 def _answered(entries: Sequence[Entry], position: int) -> bool:
@@ -133,6 +180,39 @@ def _answered(entries: Sequence[Entry], position: int) -> bool:
         if entry.kind == "message":
             return True
     return False
+
+
+def _compound(field: OutputField, stems: set[str]) -> bool:
+    """Two of the asked-for stems inside one of the field's words: "rate limiter" in
+    "fix(ratelimit)"."""
+    words = key_words(" ".join(field.cells or (field.value,)))
+    return any(sum(stem in word for stem in stems if len(word) > len(stem)) >= 2 for word in words)
+
+
+def _chosen(
+    fields: Sequence[OutputField], position: int, uses: _Uses, entries: Sequence[Entry]
+) -> list[tuple[OutputField, bool]]:
+    """The fields the conversation used (True), or a few it only acknowledged (False)."""
+    distinct, shared = _distinct(fields)
+    question = _question(entries, position)
+    key_stems = [_stems(key_words(field.key)) for field in fields]
+    local = question | _answer(entries, position)
+    used = [
+        any(uses.named_after(mark, position) for mark in _marks(field))
+        or bool(stems & local)
+        or (not field.row and any(uses.said.get(s, -1) > position for s in stems & keys))
+        or (not field.key and _compound(field, local))
+        for field, stems, keys in zip(fields, distinct, key_stems, strict=True)
+    ]
+    if any(used):
+        return [(field, True) for field, hit in zip(fields, used, strict=True) if hit]
+    rows = [field for field in fields if field.row]
+    if rows and shared & question:  # one row of many was asked for: the first and the last
+        return [(row, True) for row in dict.fromkeys([rows[0], rows[-1]])]
+    if _answered(entries, position):
+        marked = [field for field in fields if _marks(field) and not field.row]
+        return [(field, False) for field in marked[:_ACKNOWLEDGED_FIELDS]]
+    return []
 
 
 def tool_facts(
@@ -147,27 +227,15 @@ def tool_facts(
         if entry.kind != "tool_output":
             continue
         call = calls.get(entry.call_id)
-        fields = fields_of(entry.text, call.text if call else "")
+        listing = call is None or call.call_id not in paths
+        fields = fields_of(entry.text, call.text if call else "", listing=listing)
         if not fields:
             continue
         source = _source(call, paths)
-        distinct = _distinct_key_words(fields)
-        used = [
-            any(uses.named_after(mark, position) for mark in _marks(field))
-            or any(uses.said.get(word, -1) > position for word in words)
-            for field, words in zip(fields, distinct, strict=True)
-        ]
-        if any(used):
-            chosen = [(field, True) for field, hit in zip(fields, used, strict=True) if hit]
-        elif _answered(entries, position):
-            marked = [field for field in fields if _marks(field) and not field.row]
-            chosen = [(field, False) for field in marked[:_ACKNOWLEDGED_FIELDS]]
-        else:
-            chosen = []
         asked = call.text if call else ""
         found.extend(
-            (position, ToolFact(_subject(source, field), field.value, hit))
-            for field, hit in chosen
+            (position, ToolFact(_subject(source, field), field.value, hit, bool(field.key)))
+            for field, hit in _chosen(fields, position, uses, entries)
             if field.value and field.value not in asked  # an echo of the call says nothing
         )
     return found
