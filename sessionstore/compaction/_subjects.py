@@ -173,9 +173,16 @@ def _transitions(
     return found
 
 
+def _pieces(word: str) -> list[str]:
+    parts = word.split("-")
+    return (
+        [part for part in parts if len(part) >= 3 and part not in _STOP] if len(parts) > 1 else []
+    )
+
+
 def _opening(text: str) -> set[str]:
     """The first word, lower-cased: capitalized by the sentence, not by being a name."""
-    first = _TOKEN.search(text)
+    first = re.search(r"[^\W\d_]+", text)
     return {first.group().lower()} if first and first.start() < 3 else set()
 
 
@@ -183,7 +190,8 @@ def claim_of(text: str) -> Claim | None:
     """The claim a fact makes, or None when it states no value or no subject."""
     text = strip_was(text)
     spans = _spans(text)
-    if not spans:
+    given_up = {m.group(1).lower() for m in _GIVEN_UP.finditer(text)}
+    if not spans and not given_up:
         return None
     tokens = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
     content = [
@@ -213,6 +221,10 @@ def claim_of(text: str) -> Claim | None:
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
         near.update(before, after)
+    near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
+    if given_up and not values:  # "pg_dump rather than pgloader": the words are the subject
+        words = {word for _, word in content} - given_up
+        return Claim(frozenset(words), {}, frozenset(qualifiers), frozenset(given_up))
     if not values or not near:
         return None
     opening = _opening(text)
@@ -224,7 +236,7 @@ def claim_of(text: str) -> Claim | None:
             return None
     former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
     former |= {value.lower() for a, _, _, value in spans if _INSTEAD.search(text[:a])}
-    former |= {m.group(1).lower() for m in _GIVEN_UP.finditer(text)}
+    former |= given_up
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
     return Claim(frozenset(near), current, frozenset(qualifiers), former)
 
@@ -324,12 +336,8 @@ def _settle_claim(
     """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
     for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
         previous = claims[old]
-        if (
-            old in replaced
-            or previous is None
-            or (subjects[new] and subjects[old] == subjects[new])
-        ):
-            continue
+        if old in replaced or previous is None or (subjects[new] and subjects[old]):
+            continue  # two keyed values (a tool output's) are one subject only by their keys
         gone = retired_by(claim, previous)
         if gone and not _progress(texts[old] or "", texts[new] or ""):
             replace(old, new, gone)

@@ -35,6 +35,7 @@ _ACKNOWLEDGED_FIELDS: Final = 6  # kept from an output that was answered but not
 _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
 _STEM: Final = 5
+_GROUP: Final = 6  # fields under one key ("cache.*") a question can ask for at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +138,13 @@ def _field_stems(field: OutputField) -> set[str]:
     return stems
 
 
-def _distinct(fields: Sequence[OutputField]) -> tuple[list[set[str]], set[str]]:
-    """Each field's stems that at most two fields share, and the stems every field shares
-    (a column: "Which snapshot ...?" asks for one row of many)."""
+def _distinct(
+    fields: Sequence[OutputField],
+) -> tuple[list[set[str]], list[set[str]], set[str]]:
+    """Each field's stems that at most two fields share (what a later mention anywhere
+    points at), those a small group shares ("What cache ...?" names `cache.host`,
+    `cache.port`: what the question and the answer point at), and the stems every row
+    shares (a column: "Which snapshot ...?" asks for one row of many)."""
     seen: dict[str, int] = {}
     stems = [_field_stems(field) for field in fields]
     for found in stems:
@@ -147,10 +152,12 @@ def _distinct(fields: Sequence[OutputField]) -> tuple[list[set[str]], set[str]]:
             seen[stem] = seen.get(stem, 0) + 1
     most = 1 if len(fields) <= 2 * _MAX_DISTINCT_KEYS else _MAX_DISTINCT_KEYS
     distinct = [{stem for stem in found if seen[stem] <= most} for found in stems]
+    group = max(most, min(_GROUP, len(fields) // 2))
+    grouped = [{stem for stem in found if seen[stem] <= group} for found in stems]
     rows = [field for field in fields if field.row]
     columns = [_stems(key_words(" ".join(field.columns))) for field in rows]
     shared = set.intersection(*columns) if len(columns) > 2 else set()
-    return distinct, shared
+    return distinct, grouped, shared
 
 
 def _question(entries: Sequence[Entry], position: int) -> set[str]:
@@ -193,16 +200,16 @@ def _chosen(
     fields: Sequence[OutputField], position: int, uses: _Uses, entries: Sequence[Entry]
 ) -> list[tuple[OutputField, bool]]:
     """The fields the conversation used (True), or a few it only acknowledged (False)."""
-    distinct, shared = _distinct(fields)
+    distinct, grouped, shared = _distinct(fields)
     question = _question(entries, position)
     key_stems = [_stems(key_words(field.key)) for field in fields]
     local = question | _answer(entries, position)
     used = [
         any(uses.named_after(mark, position) for mark in _marks(field))
-        or bool(stems & local)
+        or bool(near & local)
         or (not field.row and any(uses.said.get(s, -1) > position for s in stems & keys))
         or (not field.key and _compound(field, local))
-        for field, stems, keys in zip(fields, distinct, key_stems, strict=True)
+        for field, stems, near, keys in zip(fields, distinct, grouped, key_stems, strict=True)
     ]
     if any(used):
         return [(field, True) for field, hit in zip(fields, used, strict=True) if hit]
