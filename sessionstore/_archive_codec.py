@@ -34,6 +34,59 @@ class ArchiveBody:
     to_seq: int
 
 
+# Work on a text longer than this is done a slice at a time. One C call over a whole 50 MB
+# tool output (a JSON encode, a UTF-8 encode, a join) holds the GIL for 50-250 ms, and the
+# event loop's thread waits that long even when the call runs on another thread; between
+# slices the GIL can pass to it (issue #34).
+SLICE_CHARS: Final = 1 << 20
+
+
+def encode_large(value: Any) -> str:
+    """`encode_line(value)`, the same text, built from `encode_pieces`."""
+    return "".join(encode_pieces(value))
+
+
+def encode_pieces(value: Any, out: list[str] | None = None) -> list[str]:
+    """`encode_line(value)` as pieces that join to the same text, without one long C call
+    for a huge string: a container holding a string over SLICE_CHARS is written here, each
+    such string escaped a slice at a time (escaping is per character, so the slices join
+    to the same text), and nothing joins the pieces into one huge string."""
+    out = [] if out is None else out
+    if not _holds_large(value):
+        out.append(encode_line(value))
+    elif isinstance(value, str):
+        out.append('"')
+        for start in range(0, len(value), SLICE_CHARS):
+            out.append(encode_string(value[start : start + SLICE_CHARS])[1:-1])
+        out.append('"')
+    elif isinstance(value, Mapping) and all(isinstance(key, str) for key in value):
+        out.append("{")
+        for index, (key, item) in enumerate(value.items()):
+            out.append(f"{',' if index else ''}{encode_string(key)}:")
+            encode_pieces(item, out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            encode_pieces(item, out)
+        out.append("]")
+    else:  # keys json.dumps converts (int, None): as it writes them
+        out.append(encode_line(value))
+    return out
+
+
+def _holds_large(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > SLICE_CHARS
+    if isinstance(value, Mapping):
+        return any(_holds_large(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_large(item) for item in value)
+    return False
+
+
 def encode_archive(records: Iterable[Mapping[str, Any]]) -> ArchiveBody:
     """Compress JSON lines of `records` (each holds at least `seq` and `item`).
 
@@ -41,20 +94,51 @@ def encode_archive(records: Iterable[Mapping[str, Any]]) -> ArchiveBody:
     its line is written, instead of all of them living as dicts at once.
     """
     seqs: list[int] = []
-    texts: list[str] = []
+    lines: list[list[str]] = []
     for record in records:
         seqs.append(int(record["seq"]))
-        texts.append(encode_line(record))
-    return archive_of(seqs, texts)
+        lines.append(encode_pieces(record))
+    return _archive(seqs, lines)
 
 
 def archive_of(seqs: list[int], texts: list[str]) -> ArchiveBody:
     """The archive of lines already encoded as `encode_line` writes them (a compaction
     formats its lines from the stored payload texts), `seqs` their records' seqs."""
-    lines = ("\n".join(texts) + "\n").encode("utf-8", "surrogatepass")
+    return _archive(seqs, ([text] for text in texts))
+
+
+def _archive(seqs: list[int], lines: Iterable[list[str]]) -> ArchiveBody:
+    """Lines (each as pieces) encoded, hashed and compressed a slice at a time, never joined
+    into one string, so no single call holds the GIL long; the bytes are those of one pass."""
+    digest = hashlib.sha256()
+    compressor = zlib.compressobj(6)
+    chunks: list[bytes] = []
+    pending: list[str] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        data = "".join(pending).encode("utf-8", "surrogatepass")
+        pending.clear()
+        size = 0
+        digest.update(data)
+        chunks.append(compressor.compress(data))
+
+    for line in lines:
+        for text in line:
+            for start in range(0, len(text), SLICE_CHARS):
+                piece = text if len(text) <= SLICE_CHARS else text[start : start + SLICE_CHARS]
+                pending.append(piece)
+                size += len(piece)
+                if size >= SLICE_CHARS:
+                    flush()
+        pending.append("\n")
+        size += 1
+    flush()
+    chunks.append(compressor.flush())
     return ArchiveBody(
-        body=zlib.compress(lines, 6),
-        content_sha256=hashlib.sha256(lines).hexdigest(),
+        body=b"".join(chunks),
+        content_sha256=digest.hexdigest(),
         item_count=len(seqs),
         from_seq=min(seqs),
         to_seq=max(seqs),

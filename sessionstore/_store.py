@@ -67,6 +67,7 @@ from ._model_calls import (
     tx_usage,
     usage_by_turn,
 )
+from ._off_loop import off_loop
 from ._payload_sealing import SessionKeys
 from ._prices import DEFAULT_PRICES, Price, cost_usd, price_of
 from ._redaction import Redactor, redaction_disabled_event
@@ -231,9 +232,10 @@ def _tx_append_general(
     assert session is not None
     archive_ids: dict[int, int] = {}
     for index, original in originals.items():
-        body = encode_archive([{"seq": first + index, "kind": KIND_ITEM, "item": original}])
-        columns = archive_columns(
-            body, session_id=batch.session_id, compaction_id=None, keyring=keys.keyring
+        # Encoding, compressing and sealing a huge original is the heavy part of this
+        # transaction: off the event loop's thread on PostgreSQL (issue #34).
+        columns = off_loop(
+            _truncation_archive, batch.session_id, first + index, original, keys.keyring
         )
         archive_ids[index] = conn.execute(
             archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
@@ -247,6 +249,14 @@ def _tx_append_general(
     conn.execute(_INSERT_MESSAGES, rows)
     conn.execute(_UPDATE_SESSION, {"sid": batch.session_id, **updates})
     return list(range(first, last + 1))
+
+
+def _truncation_archive(
+    session_id: str, seq: int, original: Mapping[str, Any], keyring: Keyring | None
+) -> dict[str, Any]:
+    """The `archives` columns of a truncated item's original (stored at `seq`)."""
+    body = encode_archive([{"seq": seq, "kind": KIND_ITEM, "item": original}])
+    return archive_columns(body, session_id=session_id, compaction_id=None, keyring=keyring)
 
 
 def _newest_rows(
