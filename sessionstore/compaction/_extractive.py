@@ -326,6 +326,8 @@ def _sentences(text: str) -> Iterator[str]:
 
 def _classify(sentence: str) -> FactKind | None:
     """The section a sentence belongs to; the order settles sentences that fit several."""
+    if sentence.rstrip().endswith("?"):
+        return None  # a question decides nothing; once answered it is history
     found = entity_matches(sentence)
     masked, names_file = sentence, False
     for start, end, group, _ in reversed(found):
@@ -651,6 +653,17 @@ def _states_retired(fact: _Fact, retired: frozenset[str]) -> bool:
     return bool(values_in(fact.body()) & retired)
 
 
+def _ledger(ledger: str, was: Sequence[str], retired: frozenset[str]) -> str:
+    """A ledger line with its decision as settled, and "-" for an input or an output that
+    still names a replaced value."""
+    if not ledger:
+        return ledger
+    decision, rationale, *rest = [*ledger.split(_LEDGER_SEPARATOR), "-", "-"]
+    context = ["-" if values_in(part) & retired else part for part in rest[:2]]
+    decision = was_note(with_transition(decision), was)
+    return _LEDGER_SEPARATOR.join([decision, rationale, *context])
+
+
 def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> list[_Fact]:
     """One current value per subject: a fact a later one replaced is gone, the later one
     says what it replaced, and a replaced value is stated nowhere else (an entity list, a
@@ -671,8 +684,9 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
         text = with_transition(fact.text)
         if index in settled.was:
             text = was_note(text, settled.was[index])
-        if text != fact.text:
-            fact = _Fact(fact.kind, text, fact.label, fact.ledger and text, fact.weak)
+        ledger = _ledger(fact.ledger, settled.was.get(index, ()), settled.retired)
+        if text != fact.text or ledger != fact.ledger:
+            fact = _Fact(fact.kind, text, fact.label, ledger, fact.weak)
         kept.append(fact)
     return kept
 

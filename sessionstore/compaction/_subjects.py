@@ -103,7 +103,9 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _DIGITS: Final = re.compile(r"\d+")
 _GIVEN_UP: Final = re.compile(
-    r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de)\s+"
+    r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de|"
+    r"replaced|replaces|took over from|takes over from|ersetzt|löst|reemplaza a|"
+    r"reemplazó a|sustituye a|sustituyó a)\s+"
     r"(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?([^\W\d][\w.-]*\w)",
     re.IGNORECASE,
 )
@@ -155,8 +157,13 @@ def _spans(text: str) -> list[tuple[int, int, str, str]]:
             if any(start < b and a < end for a, b, _, _ in found):
                 continue
             value = match.group().strip("`")
-            if kind == "name" and any(word.lower() in _STOP for word in value.split()):
-                continue
+            if kind == "name":  # "Use Vespa": the name is what is left of the stop words
+                words = value.split()
+                while words and words[0].lower() in _STOP:
+                    start += len(words.pop(0)) + 1
+                if not words or any(word.lower() in _STOP for word in words):
+                    continue
+                value = " ".join(words)
             found.append((start, end, _TYPES.get(kind, kind), value))
     return sorted(found)
 
