@@ -674,7 +674,7 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
         for fact in facts
     ]  # routine progress ("step 211", "step 212") collapses instead (_collapse.py)
     subjects = [fact.label if fact.kind == "state" else "" for fact in facts]
-    settled = settle([*texts, *later], [*subjects, *([""] * len(later))], fresh_from)
+    settled = settle([*texts, *later], [*subjects, *([""] * len(later))], fresh_from, len(texts))
     kept: list[_Fact] = []
     for index, fact in enumerate(facts):
         if index in settled.replaced:

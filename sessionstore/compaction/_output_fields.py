@@ -40,6 +40,8 @@ _LOG_PAIR: Final = re.compile(r"\b([A-Za-z_][\w.\-]{0,40})=(\"[^\"]*\"|'[^']*'|[
 _FRAME: Final = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _LIBRARY_PATHS: Final = ("site-packages", "dist-packages", "/usr/lib/", "<frozen", "/lib/python")
 _MAX_BARE_LINES: Final = 15  # a short listing (git log); longer ones are files and greps
+_HIT: Final = re.compile(r"^[^\s:]*[./][^\s:]*:\d+[:-]")  # grep -n, ripgrep, compiler diagnostics
+_BANNER: Final = re.compile(r"^\s*(?:={3,}|-{3,}|_{3,}) .{0,80}(?:={3,}|-{3,}|_{3,})\s*$")
 _COLUMNS: Final = re.compile(r"^\s*([^\s#]\S{0,80})\s{2,}(\S.{0,120}?)\s*$")
 _SEPARATOR_ROW: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:[|+]\s*:?-{3,}:?\s*)*\|?\s*$")
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -247,11 +249,18 @@ def _table_name(source: str) -> str:
     return source.rsplit("/", 1)[-1] if source else ""
 
 
+def _routine(lines: Sequence[str]) -> bool:
+    """Search hits (`path:line: text`) and test-runner logs: a count and a pointer in the
+    summary's tool results, never a list of facts."""
+    hits = sum(1 for line in lines if _HIT.match(line))
+    return hits * 2 >= len(lines) or any(_BANNER.match(line) for line in lines)
+
+
 def fields_of(text: str, source: str = "", *, listing: bool = True) -> list[OutputField]:
     """The fields of one tool output; `source` (a path or a query) names its table's rows.
     A `listing` (a command's output, not a file's text) may yield its lines themselves."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
+    if not lines or _routine(lines):
         return []
     table = _table_name(source)
     found = (

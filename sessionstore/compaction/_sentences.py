@@ -27,7 +27,8 @@ _ABBREVIATIONS: Final = frozenset(
         "e.g i.e etc vs approx incl excl esp dept est fig no nos mr mrs ms dr prof sr jr st inc "
         "ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat "
         "sun z.b z bzw usw d.h ca ggf evtl inkl zzgl nr str vgl sog u.a o.ä dt jh mio mrd bspw "
-        "abs sra srta dra núm num pág pag aprox ej p.ej ud uds vd vds av avda ee.uu etc cía dto "
+        "abs fr hr frl hrn sra srta dra núm num pág pag aprox ej p.ej ud uds vd vds av avda "
+        "ee.uu etc cía dto "
         "tel",
     )
 )

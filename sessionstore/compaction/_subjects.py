@@ -248,8 +248,9 @@ def claim_of(text: str) -> Claim | None:
     return Claim(frozenset(near), current, frozenset(qualifiers), former)
 
 
-def retired_by(new: Claim, old: Claim) -> frozenset[str]:
-    """The values of `old` that `new` replaces (empty when they are about other things)."""
+def retired_by(new: Claim, old: Claim, *, strict: bool = False) -> frozenset[str]:
+    """The values of `old` that `new` replaces (empty when they are about other things).
+    `strict` asks for two shared subject words, not one."""
     types = set(new.values) & set(old.values)
     dropped = old.all_values() & new.former  # "pgloader rather than Debezium"
     if dropped:
@@ -259,7 +260,7 @@ def retired_by(new: Claim, old: Claim) -> frozenset[str]:
     if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:
         return frozenset()
     shared = new.near & old.near
-    if not shared or len(shared) * 3 < min(len(new.near), len(old.near)):
+    if len(shared) < (2 if strict else 1) or len(shared) * 3 < min(len(new.near), len(old.near)):
         return frozenset()
     current = new.all_values()
     retired = {value for kind in types for value in old.values[kind] if value not in current}
@@ -339,23 +340,32 @@ def _settle_claim(
     by_word: Mapping[str, list[int]],
     replaced: set[int],
     replace: Callable[[int, int, Iterable[str]], None],
+    strict_from: int,
 ) -> None:
     """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
     for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
         previous = claims[old]
         if old in replaced or previous is None or (subjects[new] and subjects[old]):
             continue  # two keyed values (a tool output's) are one subject only by their keys
-        gone = retired_by(claim, previous)
+        gone = retired_by(claim, previous, strict=new >= strict_from)
         if gone and not _progress(texts[old] or "", texts[new] or ""):
             replace(old, new, gone)
 
 
-def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int = 0) -> Settled:
+def settle(
+    texts: Sequence[str | None],
+    subjects: Sequence[str],
+    fresh_from: int = 0,
+    strict_from: int | None = None,
+) -> Settled:
     """Facts oldest first (None: not a claim, e.g. an entity); a fact with the same explicit
     subject as an earlier one (a tool output's key read again), or a claim about the same
     subject with another value, replaces it. Facts before `fresh_from` were settled in an
     earlier round (a prior summary lists them by section, not in the order they were said):
-    they replace nothing."""
+    they replace nothing. Facts from `strict_from` on (what stays verbatim after the summary:
+    the new value is still there to read) replace only on two shared subject words; a
+    request like "lass die Tests laufen" shares one word with too much."""
+    strict_from = len(texts) if strict_from is None else strict_from
     claims = [None if text is None else _cached_claim(text) for text in texts]
     tokens = [_words(text) for text in texts]
     by_word: dict[str, list[int]] = {}
@@ -382,7 +392,9 @@ def settle(texts: Sequence[str | None], subjects: Sequence[str], fresh_from: int
         if claim is not None:
             retired.update(claim.former)
             if fresh:
-                _settle_claim(new, claim, claims, texts, subjects, by_word, replaced, _replace)
+                _settle_claim(
+                    new, claim, claims, texts, subjects, by_word, replaced, _replace, strict_from
+                )
                 for value in claim.former:  # "pg_dump rather than pgloader": any line naming it
                     for old in by_token.get(value, ()):
                         if old not in replaced and len(tokens[old] & tokens[new]) >= 2:
