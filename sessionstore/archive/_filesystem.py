@@ -70,10 +70,13 @@ class FilesystemSink:
             )
             _fsync_dir(directory)
         except OSError as exc:
+            # The session is named by its id, which the error's redactor reads; its folder's
+            # percent-encoded name would carry a key in the id past the redactor (issue #34).
             raise ArchiveSinkError(
-                f"cannot write the archive of step {delivery.step} under {directory}: "
-                f"{exc.strerror or exc}"
-            ) from exc
+                f"cannot write the archive of step {delivery.step} of session "
+                f"{delivery.session_id!r} under {self._root}: "
+                f"{exc.strerror or type(exc).__name__}"
+            ) from None
         return produced
 
 

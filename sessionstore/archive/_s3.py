@@ -63,15 +63,15 @@ class S3Sink:
         produced = preamble(delivery, self._redactor)
         for artifact in artifacts:
             key = self.key(delivery.session_id, artifact.filename)
-            self._put(key, artifact.body, artifact.content_type)
+            self._put(key, artifact.body, artifact.content_type, delivery.session_id)
             location = {"bucket": self._bucket, "s3_key": key}
             produced.append(archival_event(delivery, artifact, "s3", location))
         events_key = self.key(delivery.session_id, f"events-{delivery.step:03d}.jsonl")
         body = event_lines([*delivery.events, *produced], self._redactor)
-        self._put(events_key, body, "application/x-ndjson")
+        self._put(events_key, body, "application/x-ndjson", delivery.session_id)
         return produced
 
-    def _put(self, key: str, body: bytes, content_type: str) -> None:
+    def _put(self, key: str, body: bytes, content_type: str, session_id: str) -> None:
         try:
             self._client.put_object(
                 Bucket=self._bucket,
@@ -81,13 +81,13 @@ class S3Sink:
                 **self._encryption,
             )
         except Exception as exc:
-            mapped = self._translate(exc, key)
+            mapped = self._translate(exc, key, session_id)
             if mapped is None:
                 raise
             # Not chained: botocore's parameter errors can quote the request, i.e. the body.
             raise mapped from None
 
-    def _translate(self, exc: Exception, key: str) -> ArchiveSinkError | None:
+    def _translate(self, exc: Exception, key: str, session_id: str) -> ArchiveSinkError | None:
         """Our error for a botocore failure; None for anything else (a bug: let it raise)."""
         response = getattr(exc, "response", None)
         error = response.get("Error") if isinstance(response, dict) else None
@@ -97,7 +97,11 @@ class S3Sink:
                 return None
             code = type(exc).__name__
         kms = " and kms:GenerateDataKey on the KMS key" if self._encryption else ""
+        # The session is named by its id, which the error's redactor reads; the key's
+        # percent-encoded segment would carry a key in the id past it (issue #34).
+        where = "/".join(part for part in (self._bucket, self._prefix) if part)
         return ArchiveSinkError(
-            f"cannot upload s3://{self._bucket}/{key} ({code}): check that the bucket exists and"
-            f" that this process's AWS role may s3:PutObject{kms}"
+            f"cannot upload {key.rsplit('/', 1)[-1]} of session {session_id!r} to s3://{where}/"
+            f" ({code}): check that the bucket exists and that this process's AWS role may"
+            f" s3:PutObject{kms}"
         )

@@ -264,7 +264,7 @@ def test_fs_unwritable_root_is_a_session_store_error(tmp_path: Path) -> None:
         FilesystemSink(root).deliver(delivery(3))
     assert isinstance(info.value, ArchiveSinkError)
     assert str(info.value).startswith(
-        f"cannot write the archive of step 3 under {root / 'sess-1'}: "
+        f"cannot write the archive of step 3 of session 'sess-1' under {root}: "
     )
 
 
@@ -383,9 +383,9 @@ def test_s3_unknown_bucket_is_a_clear_error(s3: S3Client) -> None:
         S3Sink("no-such-bucket-x1", prefix="p", client=s3, kms_key_id="alias/a").deliver(delivery())
     assert isinstance(info.value, ArchiveSinkError)
     assert str(info.value) == (
-        "cannot upload s3://no-such-bucket-x1/p/sess-1/transcript-pre-compact-001.jsonl"
-        " (NoSuchBucket): check that the bucket exists and that this process's AWS role may"
-        " s3:PutObject and kms:GenerateDataKey on the KMS key"
+        "cannot upload transcript-pre-compact-001.jsonl of session 'sess-1' to"
+        " s3://no-such-bucket-x1/p/ (NoSuchBucket): check that the bucket exists and that this"
+        " process's AWS role may s3:PutObject and kms:GenerateDataKey on the KMS key"
     )
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
@@ -395,7 +395,9 @@ def test_s3_unreachable_endpoint_is_a_clear_error() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     sink = S3Sink("b", client=s3_client(f"http://127.0.0.1:{port}"))
-    with pytest.raises(ArchiveSinkError, match=r"^cannot upload s3://b/sess-1/transcript-pre"):
+    with pytest.raises(
+        ArchiveSinkError, match=r"^cannot upload transcript-pre-compact-001.jsonl of"
+    ):
         sink.deliver(delivery())
 
 
