@@ -3,7 +3,8 @@ need two real processes on one database (`python -m tests.support.background_wor
 
 Modes: `prepare` summarizes (slowly, so two workers overlap) and prints how many summarizer
 calls it made; `crash` takes the lease and dies inside the summarizer, as a killed process
-would, without releasing anything.
+would, without releasing anything; `hang` takes the lease, prints `holding` and waits inside
+the summarizer for the test to kill it (SIGKILL).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
 from tests.support.background import SlowSummarizer, background_manager
 
 CRASH_EXIT = 3
+HOLDING = "holding"
 
 
 class CrashingSummarizer(SlowSummarizer):
@@ -27,9 +29,19 @@ class CrashingSummarizer(SlowSummarizer):
         os._exit(CRASH_EXIT)
 
 
+class HangingSummarizer(SlowSummarizer):
+    """Says it holds the lease, then waits to be killed."""
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        print(HOLDING, flush=True)
+        await asyncio.Event().wait()
+        raise AssertionError("a hanging summarizer is killed, never woken")
+
+
 async def main(url: str, session_id: str, mode: str, lease_s: float) -> None:
     async with SessionStore(url) as store:
-        kind = CrashingSummarizer if mode == "crash" else SlowSummarizer
+        kinds = {"crash": CrashingSummarizer, "hang": HangingSummarizer}
+        kind = kinds.get(mode, SlowSummarizer)
         summarizer = kind(store.estimator, delay_s=0.5)
         manager = background_manager(store, summarizer, lease_s=lease_s)
         assert manager.background is not None
