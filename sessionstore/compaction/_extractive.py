@@ -68,6 +68,7 @@ class _Fact:
     label: str = ""  # the entity's group ("files"), or the file a change touched
     ledger: str = ""  # decision :: rationale :: inputs :: outputs, for the decision log
     weak: bool = False  # read from a tool output or reasoning, not stated by a participant
+    silent: bool = False  # never shown: a tool output's value that may only replace others
 
     def body(self) -> str:
         return f"{self.label}: {self.text}" if self.kind == "change" and self.label else self.text
@@ -500,7 +501,9 @@ class _Reader:
         used: dict[int, list[_Fact]] = {}
         for at, fact in tool_facts(self.entries, paths, kept):
             subject = fact.subject if fact.keyed else ""
-            state = _Fact("state", fact.line(), label=subject, weak=not fact.used)
+            state = _Fact(
+                "state", fact.line(), label=subject, weak=not fact.used, silent=fact.silent
+            )
             used.setdefault(at, []).append(state)
         for position, entry in enumerate(self.entries):
             if entry is skip:
@@ -674,10 +677,19 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
         for fact in facts
     ]  # routine progress ("step 211", "step 212") collapses instead (_collapse.py)
     subjects = [fact.label if fact.kind == "state" else "" for fact in facts]
-    settled = settle([*texts, *later], [*subjects, *([""] * len(later))], fresh_from, len(texts))
+    strict = [False] * len(facts) + [True] * len(later)
+    silent = [fact.silent for fact in facts]
+    settled = settle(
+        [*texts, *later], [*subjects, *([""] * len(later))], fresh_from, strict, silent
+    )
+    # A value nobody used is shown once it replaces one that was shown: it is the current
+    # value of a subject that mattered ("WORKER_MAX_INFLIGHT" read again, now 6000).
+    promoted = {
+        new for old, new in settled.by.items() if old < len(facts) and not facts[old].silent
+    }
     kept: list[_Fact] = []
     for index, fact in enumerate(facts):
-        if index in settled.replaced:
+        if index in settled.replaced or (fact.silent and index not in promoted):
             continue
         if settled.retired and index not in settled.was and _states_retired(fact, settled.retired):
             continue
@@ -702,6 +714,9 @@ def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
     seen_texts: set[str] = set()
     word_sets: list[tuple[set[str], set[str]]] = []
     for fact in facts:
+        if fact.silent:  # never shown, so never the copy a shown fact is dropped for
+            kept.append(fact)
+            continue
         if fact.kind == "entity":
             key = fact.text.lower()
             if key not in seen_entities:
@@ -817,7 +832,7 @@ def _drop_order(
     priority = _PRIORITY[fact.kind]
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
-    elif fact.kind == "state" and fact.weak:  # a value read but never used: tool chatter
+    elif fact.kind == "state" and fact.weak:  # a value read, acknowledged, never named
         priority = _PRIORITY["tool"]
     elif "(was " in fact.text:  # the current value of a subject that changed
         priority = max(priority, _PRIORITY["state"])

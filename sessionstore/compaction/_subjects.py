@@ -102,6 +102,13 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _DIGITS: Final = re.compile(r"\d+")
+# "Typesense was replaced by Vespa", "Kafka wurde durch Redpanda ersetzt".
+_REPLACED_BY: Final = re.compile(
+    r"([^\W\d][\w.-]*\w)\s+(?:was|is|got|has been|have been|wurde|wird|fue|ha sido)\s+"
+    r"(?:replaced|superseded|swapped out|retired|dropped|ersetzt|abgelöst|reemplazad[oa]|"
+    r"sustituid[oa])\b",
+    re.IGNORECASE,
+)
 _GIVEN_UP: Final = re.compile(
     r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de|"
     r"replaced|replaces|took over from|takes over from|ersetzt|löst|reemplaza a|"
@@ -244,6 +251,7 @@ def claim_of(text: str) -> Claim | None:
     former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
     former |= {value.lower() for a, _, _, value in spans if _INSTEAD.search(text[:a])}
     former |= given_up
+    former |= {m.group(1).lower() for m in _REPLACED_BY.finditer(text)}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
     return Claim(frozenset(near), current, frozenset(qualifiers), former)
 
@@ -298,6 +306,7 @@ class Settled:
     replaced: frozenset[int]  # indexes of facts a later one replaced
     was: Mapping[int, tuple[str, ...]]  # a replacing fact's index -> the values it replaced
     retired: frozenset[str]  # values (lower-cased) no fact states as current any more
+    by: Mapping[int, int]  # a replaced fact's index -> the index of the fact that replaced it
 
 
 def _shown(value: str, text: str) -> str:
@@ -340,14 +349,14 @@ def _settle_claim(
     by_word: Mapping[str, list[int]],
     replaced: set[int],
     replace: Callable[[int, int, Iterable[str]], None],
-    strict_from: int,
+    strict: bool,
 ) -> None:
     """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
     for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
         previous = claims[old]
         if old in replaced or previous is None or (subjects[new] and subjects[old]):
             continue  # two keyed values (a tool output's) are one subject only by their keys
-        gone = retired_by(claim, previous, strict=new >= strict_from)
+        gone = retired_by(claim, previous, strict=strict)
         if gone and not _progress(texts[old] or "", texts[new] or ""):
             replace(old, new, gone)
 
@@ -356,27 +365,32 @@ def settle(
     texts: Sequence[str | None],
     subjects: Sequence[str],
     fresh_from: int = 0,
-    strict_from: int | None = None,
+    strict: Sequence[bool] = (),
+    keyed_only: Sequence[bool] = (),
 ) -> Settled:
     """Facts oldest first (None: not a claim, e.g. an entity); a fact with the same explicit
     subject as an earlier one (a tool output's key read again), or a claim about the same
     subject with another value, replaces it. Facts before `fresh_from` were settled in an
     earlier round (a prior summary lists them by section, not in the order they were said):
-    they replace nothing. Facts from `strict_from` on (what stays verbatim after the summary:
-    the new value is still there to read) replace only on two shared subject words; a
-    request like "lass die Tests laufen" shares one word with too much."""
-    strict_from = len(texts) if strict_from is None else strict_from
+    they replace nothing. A `strict` fact (what stays verbatim after the summary, whose new
+    value is still there to read; a tool output's value nobody used) replaces only on two
+    shared subject words: a request like "lass die Tests laufen" shares one with too much.
+    A `keyed_only` fact (a tool output's value nobody used) replaces only its own key's."""
+    strict = [*strict, *([False] * (len(texts) - len(strict)))]
+    keyed_only = [*keyed_only, *([False] * (len(texts) - len(keyed_only)))]
     claims = [None if text is None else _cached_claim(text) for text in texts]
     tokens = [_words(text) for text in texts]
     by_word: dict[str, list[int]] = {}
     by_token: dict[str, list[int]] = {}
     by_subject: dict[str, int] = {}
     replaced: set[int] = set()
+    by: dict[int, int] = {}
     was: dict[int, tuple[str, ...]] = {}
     retired: set[str] = set()
 
     def _replace(old: int, new: int, gone: Iterable[str]) -> None:
         replaced.add(old)
+        by[old] = new
         gone = sorted(gone)
         retired.update(gone)
         if gone:
@@ -391,9 +405,9 @@ def settle(
         by_subject[subject] = new
         if claim is not None:
             retired.update(claim.former)
-            if fresh:
+            if fresh and not keyed_only[new]:
                 _settle_claim(
-                    new, claim, claims, texts, subjects, by_word, replaced, _replace, strict_from
+                    new, claim, claims, texts, subjects, by_word, replaced, _replace, strict[new]
                 )
                 for value in claim.former:  # "pg_dump rather than pgloader": any line naming it
                     for old in by_token.get(value, ()):
@@ -409,4 +423,4 @@ def settle(
         if claim is not None and index not in replaced
         for value in claim.all_values()
     }
-    return Settled(frozenset(replaced), was, frozenset(retired - current))
+    return Settled(frozenset(replaced), was, frozenset(retired - current), by)

@@ -35,6 +35,7 @@ _ACKNOWLEDGED_FIELDS: Final = 6  # kept from an output that was answered but not
 _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
 _STEM: Final = 5
+_SILENT_FIELDS: Final = 40
 _GROUP: Final = 6  # fields under one key ("cache.*") a question can ask for at once
 
 
@@ -46,6 +47,7 @@ class ToolFact:
     value: str
     used: bool  # named or referred to later; False: the output was only acknowledged
     keyed: bool = True  # False: a bare line of a listing, which no later read replaces
+    silent: bool = False  # never used: it may only replace an older value of its subject
 
     def line(self) -> str:
         separator = ": " if " row " in f" {self.subject}" else " = "
@@ -214,12 +216,21 @@ def _chosen(
     if any(used):
         return [(field, True) for field, hit in zip(fields, used, strict=True) if hit]
     rows = [field for field in fields if field.row]
-    if rows and shared & question:  # one row of many was asked for: the first and the last
-        return [(row, True) for row in dict.fromkeys([rows[0], rows[-1]])]
+    ends = list(dict.fromkeys([rows[0], rows[-1]])) if rows else []
+    if shared & question:  # one row of many was asked for: the first and the last
+        return [(row, True) for row in ends]
     if _answered(entries, position):
         marked = [field for field in fields if _marks(field) and not field.row]
         return [(field, False) for field in marked[:_ACKNOWLEDGED_FIELDS]]
     return []
+
+
+def _silent(fields: Sequence[OutputField], chosen: Sequence[OutputField]) -> list[OutputField]:
+    """The keyed values of a small output nobody used: a config read again may show that a
+    value stated earlier changed, even when nobody says so."""
+    if len(fields) > _SILENT_FIELDS:
+        return []
+    return [field for field in fields if field.key and not field.row and field not in chosen]
 
 
 def tool_facts(
@@ -240,9 +251,16 @@ def tool_facts(
             continue
         source = _source(call, paths)
         asked = call.text if call else ""
+        chosen = _chosen(fields, position, uses, entries)
+        silent = [(field, False) for field in _silent(fields, [field for field, _ in chosen])]
         found.extend(
-            (position, ToolFact(_subject(source, field), field.value, hit, bool(field.key)))
-            for field, hit in _chosen(fields, position, uses, entries)
+            (
+                position,
+                ToolFact(
+                    _subject(source, field), field.value, hit, bool(field.key), index >= len(chosen)
+                ),
+            )
+            for index, (field, hit) in enumerate([*chosen, *silent])
             if field.value and field.value not in asked  # an echo of the call says nothing
         )
     return found
