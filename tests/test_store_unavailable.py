@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, SQLSession
 from sessionstore._errors import StoreUnavailableError
+from tests.support.pg_proxy import pg_proxy
 
 WRITERS = 8
 APPENDS = 60
@@ -132,3 +133,30 @@ async def test_an_unreachable_database_is_one_clear_error_with_a_known_outcome()
     assert "connection refused" in str(caught.value)
     assert "Error" not in str(caught.value)  # no driver or OS exception class names
     await store.close()
+
+
+async def test_a_commit_whose_reply_was_lost_is_stored_once_however_often_replayed(
+    pg_url: str,
+) -> None:
+    """The deterministic case of the storm above (issue #34): the server commits the
+    batch, the connection breaks before its reply, and the caller, told the outcome is
+    unknown, replays the batch with its token three times: it is stored exactly once."""
+    target = make_url(pg_url)
+    sid = f"lost-reply-{uuid.uuid4().hex[:8]}"
+    batch = [{"role": "user", "content": "pay invoice 7"}, {"role": "assistant", "content": "ok"}]
+    async with pg_proxy(target.host or "127.0.0.1", target.port or 5432) as proxy:
+        through = target.set(host="127.0.0.1", port=proxy.port).render_as_string(False)
+        async with SessionStore(through, timeout_s=10) as store:
+            await store.append(sid, [{"role": "user", "content": "before"}])
+            proxy.arm(b"pay invoice 7")
+            with pytest.raises(StoreUnavailableError) as caught:
+                await store.append(sid, batch, token="turn-7")
+            assert proxy.dropped == 1
+            assert caught.value.outcome_known is False and caught.value.token == "turn-7"
+            async with SessionStore(pg_url) as direct:  # the server did commit it
+                assert _texts(await direct.history(sid)) == ["before", "pay invoice 7", "ok"]
+            replies = [await store.append(sid, batch, token=caught.value.token) for _ in range(3)]
+    assert replies == [[2, 3]] * 3  # the seqs the lost reply would have said
+    async with SessionStore(pg_url) as direct:
+        stored = _texts(await direct.history(sid))
+    assert stored == ["before", "pay invoice 7", "ok"]
