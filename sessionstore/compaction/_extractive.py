@@ -833,7 +833,7 @@ def _drop_order(
     if fact.kind == "entity" and fact.label != "files":
         priority = _PRIORITY["goal"]
     elif fact.kind == "state" and fact.weak:  # a value read, acknowledged, never named
-        priority = _PRIORITY["tool"]
+        priority = _PRIORITY["note"]
     elif "(was " in fact.text:  # the current value of a subject that changed
         priority = max(priority, _PRIORITY["state"])
     elif fact.kind == "note" and claim_of(fact.body()) is not None:

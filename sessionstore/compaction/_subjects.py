@@ -26,7 +26,7 @@ from typing import Final
 from ._entities import entity_matches
 
 __all__ = [
-    "Claim", "Settled", "claim_of", "retired_by", "settle", "strip_was", "values_in",
+    "Claim", "Settled", "claim_of", "retired_by", "settle", "strip_was", "value_types", "values_in",
     "was_note", "with_transition",
 ]  # fmt: skip
 
@@ -287,6 +287,11 @@ def with_transition(text: str) -> str:
         stripped = f"{stripped[:start].rstrip()} {new} {stripped[end:].lstrip()}".strip()
         retired.append(old)
     return was_note(stripped.rstrip(" ."), retired)
+
+
+def value_types(text: str) -> frozenset[str]:
+    """The types of the values `text` states: "person", "number", "date", "host", ..."""
+    return frozenset(kind for _, _, kind, _ in _spans(strip_was(text)))
 
 
 def values_in(text: str) -> frozenset[str]:

@@ -19,6 +19,7 @@ from typing import Final
 
 from ._output_fields import OutputField, fields_of, key_words
 from ._prompts import Entry
+from ._subjects import value_types
 
 __all__ = ["ToolFact", "tool_facts"]
 
@@ -36,6 +37,28 @@ _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
 _STEM: Final = 5
 _SILENT_FIELDS: Final = 40
+_CODE: Final = re.compile(r"\d")
+_PATHS: Final = re.compile(r"[\w.~-]*/[\w./-]*")
+_ARGUMENT_WORDS: Final = frozenset({"path", "args", "query", "select", "where", "from", "file"})
+_TYPED_FIELDS: Final = 3  # a question's type picks its answer only among a few candidates
+_I: Final = re.IGNORECASE
+_INTERROGATIVES: Final = (
+    (re.compile(r"\b(?:who|whom|whose|wer|wem|wen|wessen|quién|quiénes|quien)\b", _I), ("person",)),
+    (
+        re.compile(
+            r"\b(?:how (?:many|much|big|large|long|high|low)|what(?:'s| is) the (?:limit|max|"
+            r"cap|size)|wie (?:viele?|groß|hoch|lange)|cuánt[oa]s?|cuál es el (?:límite|máximo))\b",
+            _I,
+        ),
+        ("number", "amount"),
+    ),
+    (re.compile(r"\b(?:when|by what date|wann|bis wann|cuándo)\b", _I), ("date",)),
+    (
+        re.compile(r"\b(?:where|which (?:host|box|server|machine)|wo|wohin|dónde)\b", _I),
+        ("host", "id", "url"),
+    ),
+    (re.compile(r"\b(?:which|what) version|welche version|qué versión\b", _I), ("number",)),
+)
 _GROUP: Final = 6  # fields under one key ("cache.*") a question can ask for at once
 
 
@@ -163,11 +186,42 @@ def _distinct(
 
 
 def _question(entries: Sequence[Entry], position: int) -> set[str]:
-    """The stems of the user's message that led to an output ("What is max_connections?")."""
+    """The stems of what led to an output: the user's message ("What is max_connections?"),
+    what the agent said it would look for ("Let me check the replica settings"), and the
+    call's own arguments other than paths (`SELECT owner FROM tickets ...`)."""
+    stems: set[str] = set()
+    for entry in reversed(entries[:position]):
+        if entry.kind == "tool_call" and entry.call_id == entries[position].call_id:
+            arguments = " ".join(_PATHS.sub(" ", entry.text).split())
+            stems |= _stems(key_words(arguments)) - _ARGUMENT_WORDS
+        elif entry.kind in ("message", "other"):
+            stems |= _stems(key_words(entry.text))
+            if entry.label == "user":
+                break
+    return stems
+
+
+def _named(entries: Sequence[Entry], position: int) -> set[str]:
+    """Codes the question or the call named ("Who has OPS-12?"): a row holding one is the
+    row asked for."""
+    named: set[str] = set()
+    for entry in reversed(entries[:position]):
+        named |= {token.lower() for token in _TOKEN.findall(entry.text) if _CODE.search(token)}
+        if entry.kind == "message" and entry.label == "user":
+            break
+    return named
+
+
+def _asked_types(entries: Sequence[Entry], position: int) -> frozenset[str]:
+    """The type of value the user's question asks for ("Who ...?" a person, "How many ...?"
+    a number), from its interrogative in English, German or Spanish."""
     for entry in reversed(entries[:position]):
         if entry.kind == "message" and entry.label == "user":
-            return _stems(key_words(entry.text))
-    return set()
+            return frozenset(
+                kind for pattern, kinds in _INTERROGATIVES for kind in kinds
+                if pattern.search(entry.text)
+            )  # fmt: skip
+    return frozenset()
 
 
 def _answer(entries: Sequence[Entry], position: int) -> set[str]:
@@ -206,8 +260,10 @@ def _chosen(
     question = _question(entries, position)
     key_stems = [_stems(key_words(field.key)) for field in fields]
     local = question | _answer(entries, position)
+    named = _named(entries, position)
     used = [
         any(uses.named_after(mark, position) for mark in _marks(field))
+        or (field.row and bool(_marks(field) & named))
         or bool(near & local)
         or (not field.row and any(uses.said.get(s, -1) > position for s in stems & keys))
         or (not field.key and _compound(field, local))
@@ -219,6 +275,10 @@ def _chosen(
     ends = list(dict.fromkeys([rows[0], rows[-1]])) if rows else []
     if shared & question:  # one row of many was asked for: the first and the last
         return [(row, True) for row in ends]
+    asked = _asked_types(entries, position)
+    typed = [f for f in fields if not f.row and asked & value_types(f.value)] if asked else []
+    if 0 < len(typed) <= _TYPED_FIELDS:  # "Who picked up #482?": the one person in it
+        return [(field, True) for field in typed]
     if _answered(entries, position):
         marked = [field for field in fields if _marks(field) and not field.row]
         return [(field, False) for field in marked[:_ACKNOWLEDGED_FIELDS]]
