@@ -9,7 +9,7 @@ recorded reason, when no verified vocabulary exists.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import dataclasses
 import gzip
 import hashlib
@@ -339,10 +339,11 @@ class HeuristicEstimator(_ItemCounter):
 
 
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
-    return {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
-    }
+    """`token rank` lines (a verified file, so well formed) as a dict, decoded by C loops: the
+    line-by-line comprehension was most of a store's first append (about 0.3 s of CPU, which
+    a loaded machine stretches to seconds)."""
+    fields = data.split()
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
 def _verified_encoding(name: EncodingName, data: bytes) -> tiktoken.Encoding:

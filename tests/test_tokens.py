@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import inspect
 import itertools
@@ -94,6 +95,17 @@ def test_encode_ordinary_matches_reference(name: EncodingName, text: str) -> Non
     encoding = load_encoding(name).encoding
     assert encoding.encode_ordinary(text) == reference_ids(name, text)
     assert TiktokenEstimator(encoding).count_text(text) == len(reference_ids(name, text))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_every_rank_is_the_token_on_its_line(name: EncodingName) -> None:
+    """The vocabulary read in bulk equals reading it line by line, as the file reads."""
+    lines = [line.split(b" ") for line in real_vocabulary(name).splitlines() if line]
+    expected = {base64.b64decode(token): int(rank) for token, rank in lines}
+    ranks = tokens._parse_ranks(real_vocabulary(name))
+    assert ranks == expected and len(ranks) == len(lines)
+    encoding = load_encoding(name).encoding
+    assert all(encoding.decode_single_token_bytes(rank) == token for token, rank in ranks.items())
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
