@@ -879,7 +879,7 @@ def configure_sqlite(
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if not read_only:
-                enter_wal(cursor, timeout_s)
+                enter_wal(cursor, timeout_s, engine.url.database)
                 cursor.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:

@@ -14,10 +14,12 @@ import sqlite3
 import time
 from typing import Final
 
+from ._errors import StoreTimeoutError
+
 _RETRY_PAUSE_S: Final = 0.005
 
 
-def enter_wal(cursor: sqlite3.Cursor, patience_s: float) -> None:
+def enter_wal(cursor: sqlite3.Cursor, patience_s: float, where: str | None) -> None:
     """`PRAGMA journal_mode = WAL`, tried again while SQLite answers "locked", for up to
     `patience_s` (the store's timeout_s: another store is creating the file)."""
     deadline = time.monotonic() + patience_s
@@ -26,6 +28,12 @@ def enter_wal(cursor: sqlite3.Cursor, patience_s: float) -> None:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
+            if "locked" not in str(error):
                 raise
+            if time.monotonic() >= deadline:
+                raise StoreTimeoutError(
+                    f"waited {patience_s:g} s to switch the SQLite file {where} to WAL: "
+                    "another process held it locked all that time (raise timeout_s to wait "
+                    "longer)"
+                ) from None
         time.sleep(_RETRY_PAUSE_S)

@@ -12,8 +12,11 @@ likely to show; the checks are outcomes, never times.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
+import sqlite3
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -21,7 +24,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from sessionstore import SQLSession
+from sessionstore import SQLSession, StoreTimeoutError
+from sessionstore._sqlite_wal import enter_wal
 from tests.support.database import creations_and_sessions
 
 ROUNDS = 8
@@ -87,3 +91,51 @@ def test_stores_in_processes_first_write_to_a_new_file_at_once(tmp_path: Path) -
             process.join(RESULT_TIMEOUT_S)
         assert outcomes == {n: str(n) for n in range(processes_per_round)}, f"round {round_}"
         assert creations_and_sessions(url) == (1, processes_per_round)
+
+
+@contextlib.contextmanager
+def _held_exclusively(path: Path) -> Iterator[sqlite3.Connection]:
+    """Another process's lock on a file not yet in WAL: no connection may switch it."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE elsewhere (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        yield holder
+    finally:
+        holder.close()
+
+
+def _impatient_cursor(path: Path) -> sqlite3.Cursor:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA busy_timeout = 20")
+    return connection.cursor()
+
+
+def test_a_wal_switch_refused_past_the_busy_timeout_is_tried_again(tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    cursor = _impatient_cursor(path)
+    outcome: list[BaseException | None] = []
+
+    def switch() -> None:
+        try:
+            enter_wal(cursor, 60, str(path))
+            outcome.append(None)
+        except BaseException as error:
+            outcome.append(error)
+
+    with _held_exclusively(path) as holder:
+        switching = threading.Thread(target=switch)
+        switching.start()
+        switching.join(0.5)  # many busy timeouts while the lock cannot be had
+        assert switching.is_alive() and outcome == []
+        holder.execute("ROLLBACK")
+        switching.join(RESULT_TIMEOUT_S)
+    assert outcome == [None]
+    assert cursor.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_wal_switch_refused_past_timeout_s_fails_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    refused = r"waited 0\.2 s to switch .*held\.db to WAL"
+    with _held_exclusively(path), pytest.raises(StoreTimeoutError, match=refused):
+        enter_wal(_impatient_cursor(path), 0.2, str(path))
