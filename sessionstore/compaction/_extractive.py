@@ -24,12 +24,15 @@ from ._entities import ENTITY_GROUPS, entities, entity_matches
 from ._marker import SUMMARY_LINE
 from ._prompts import Entry, transcript_entries
 from ._sentences import split_sentences
-from ._subjects import claim_of, settle, values_in, was_note, with_transition
+from ._subjects import Statement, claim_of, settle, values_in, was_note, with_transition
 from ._summarizer import SummaryRequest, SummaryResult
 from ._supersede import superseding
 from ._tool_state import tool_facts
 
-__all__ = ["CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "summary_facts"]
+__all__ = [
+    "CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "current_state",
+    "summary_facts",
+]  # fmt: skip
 
 NO_CONTEXT: Final = "No prior context: the compacted history held nothing to keep."
 
@@ -645,6 +648,8 @@ def _current(prior: Sequence[_Fact], statements: Sequence[str]) -> list[_Fact]:
 
 # Entities are listed, not stated; tool chatter and code changes are history, not state.
 _NOT_CLAIMS: Final = frozenset({"entity", "tool", "pinned", "change"})
+# Kinds a session holds several of at once: a sibling with another value adds, not replaces.
+_LISTED: Final = frozenset({"goal", "constraint", "action", "preference"})
 
 
 def _states_retired(fact: _Fact, retired: frozenset[str]) -> bool:
@@ -676,12 +681,17 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
         None if fact.kind in _NOT_CLAIMS or routine(fact.body(), counts) else fact.body()
         for fact in facts
     ]  # routine progress ("step 211", "step 212") collapses instead (_collapse.py)
-    subjects = [fact.label if fact.kind == "state" else "" for fact in facts]
-    strict = [False] * len(facts) + [True] * len(later)
-    silent = [fact.silent for fact in facts]
-    settled = settle(
-        [*texts, *later], [*subjects, *([""] * len(later))], fresh_from, strict, silent
-    )
+    statements = [
+        Statement(
+            text,
+            fact.label if fact.kind == "state" else "",
+            keyed_only=fact.silent,
+            listed=fact.kind in _LISTED,
+        )
+        for fact, text in zip(facts, texts, strict=True)
+    ]
+    statements += [Statement(text, strict=True) for text in later]
+    settled = settle(statements, fresh_from)
     # A value nobody used is shown once it replaces one that was shown: it is the current
     # value of a subject that mattered ("WORKER_MAX_INFLIGHT" read again, now 6000).
     promoted = {
@@ -839,6 +849,18 @@ def _drop_order(
     elif fact.kind == "note" and claim_of(fact.body()) is not None:
         priority = _PRIORITY["action"]  # says what something is, in whatever words
     return (not routine, priority, not fact.weak, salience, age)
+
+
+def current_state(request: SummaryRequest) -> list[str]:
+    """The state lines of `request` as this summarizer settles them: each tool-output value
+    the conversation used and each statement that replaced an earlier value, newest only.
+    What a model summarizer is given to keep (SummaryRequest.state)."""
+    facts, _ = ExtractiveSummarizer()._collect(request, transcript_entries(request.items))
+    return [
+        fact.body()
+        for fact in facts
+        if (fact.kind == "state" and not fact.weak and not fact.silent) or "(was " in fact.text
+    ]
 
 
 class ExtractiveSummarizer:

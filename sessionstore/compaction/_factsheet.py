@@ -17,15 +17,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._extractive import CARRIED_TITLE, SheetLine, stated_sentences, summary_facts
-from ._subjects import settle, values_in
+from ._subjects import Statement, settle, values_in
 from ._supersede import superseding
 
 __all__ = ["Carried", "carry_forward", "is_kept", "standing_facts"]
 
 # Most important first: that is also the order in which they are re-inserted.
-_STANDING: Final = ("pinned", "goal", "constraint", "preference", "decision", "entity")
+_STANDING: Final = ("pinned", "goal", "state", "constraint", "preference", "decision", "entity")
 _TOKEN: Final = re.compile(r"[\w][\w.@/:+-]*[\w]|\w")
 _MAX_MISFITS: Final = 8
+_LISTED: Final = frozenset({"goal", "constraint", "preference"})
 _WAS: Final = re.compile(r"\(was ([^()]*)\)")
 _KEPT_SHARE: Final = 0.6  # a paraphrase keeps most words; every number and name exactly
 
@@ -123,10 +124,11 @@ def _replaced(dropped: Sequence[SheetLine], summary: str, said: Sequence[str]) -
     if not dropped:
         return set()
     newer = [fact.text for fact in summary_facts(summary) if fact.kind != "entity"]
-    texts = [None if fact.kind == "entity" else fact.text for fact in dropped]
-    settled = settle(
-        [*texts, *newer, *said], [""] * (len(texts) + len(newer) + len(said)), len(texts)
-    )
+    statements = [
+        Statement(None if fact.kind == "entity" else fact.text, listed=fact.kind in _LISTED)
+        for fact in dropped
+    ]
+    settled = settle([*statements, *(Statement(text) for text in [*newer, *said])], len(dropped))
     retired = settled.retired | {
         value.strip().lower() for note in _WAS.findall(summary) for value in note.split(", ")
     }

@@ -12,8 +12,10 @@ loop (a web server's `asyncio.run` per request), as the store does.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+from dataclasses import replace
 from typing import Final, Literal
 
 import openai
@@ -29,6 +31,7 @@ from .._errors import (
     SummaryTooLongError,
 )
 from .._loops import PerLoop
+from ._extractive import current_state
 from ._prompts import build_messages, build_prompt
 from ._provider_errors import is_context_length_error
 from ._summarizer import SummaryRequest, SummaryResult
@@ -102,6 +105,8 @@ class OpenAISummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """One tool-free call; every failure becomes a SummarizerError subclass."""
+        if not request.state:  # the structured state, so that the model keeps it current
+            request = replace(request, state=tuple(await asyncio.to_thread(current_state, request)))
         try:
             if self.api == "responses":
                 return self._from_response(await self._respond(request))

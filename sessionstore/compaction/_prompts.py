@@ -221,6 +221,14 @@ def build_prompt(request: SummaryRequest) -> tuple[str, str]:
     if request.keep_keys:
         keep = "\n".join(f"- {fact}" for fact in request.keep_keys)
         parts.append(f"FACTS TO CARRY VERBATIM:\n{keep}")
+    if request.state:
+        state = "\n".join(f"- {line}" for line in request.state)
+        parts.append(
+            "CURRENT STATE (one value per subject, read from tool outputs and what was said; "
+            "newest wins). Keep each line with its value and source under a 'Current state' "
+            "heading; a value shown as (was X) is replaced: never state X as current:\n"
+            f"{state}"
+        )
     transcript = render_transcript(request.items)
     parts.append(f"TRANSCRIPT (oldest first):\n<transcript>\n{transcript}\n</transcript>")
     return fill_template(template, request.max_tokens), "\n\n".join(parts)

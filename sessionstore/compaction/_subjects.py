@@ -26,7 +26,8 @@ from typing import Final
 from ._entities import entity_matches
 
 __all__ = [
-    "Claim", "Settled", "claim_of", "retired_by", "settle", "strip_was", "value_types", "values_in",
+    "Claim", "Settled", "Statement", "claim_of", "retired_by", "settle", "strip_was",
+    "value_types", "values_in",
     "was_note", "with_transition",
 ]  # fmt: skip
 
@@ -79,6 +80,7 @@ _STOP: Final = frozenset(
         "been being am it its it's this that these those there here we our us you your they "
         "their them he she his her i me my now still just also only then than so very all any "
         "some no not new old current currently today yesterday tomorrow again next last since "
+        "under over above below within less more least most "
         "until per via has have had do does did will would shall should can could may might "
         "must let let's set moved move changed change changes updated update upgraded upgrade "
         "downgraded switched switch bumped bump pinned pin use using used run runs running "
@@ -109,6 +111,18 @@ _REPLACED_BY: Final = re.compile(
     r"sustituid[oa])\b",
     re.IGNORECASE,
 )
+# Words that say a value changed, in English, German and Spanish (closed-class words and
+# verbs of change, not topics): what a goal, a rule or a to-do needs to replace a sibling.
+_CHANGE: Final = re.compile(
+    r"\b(?:now|no longer|any ?more|instead|changed|moved|switched|updated|update:|"
+    r"replac(?:ed|es|ing)|took over|takes over|upgraded|downgraded|bumped|raised|lowered|"
+    r"increased|decreased|extended|postponed|pushed (?:back|out)|revised|reassigned|renamed|"
+    r"from now on|going forward|jetzt|nun|ab sofort|nicht mehr|stattdessen|geändert|"
+    r"verschoben|erhöht|gesenkt|übernimmt|übernommen|aktualisiert|umgestellt|ahora|ya no|"
+    r"en cambio|cambiamos|cambió|cambiado|movimos|movido|movió|subimos|bajamos|aumentamos|"
+    r"pospuest[oa]|pasa a|reemplaz(?:a|ó|ado|amos)|actualizad[oa])\b",
+    re.IGNORECASE,
+)
 _GIVEN_UP: Final = re.compile(
     r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de|"
     r"replaced|replaces|took over from|takes over from|ersetzt|löst|reemplaza a|"
@@ -124,6 +138,8 @@ _INSTEAD: Final = re.compile(
 )
 _NEAR_BEFORE: Final = 4
 _NEAR_AFTER: Final = 4
+_HEAD_BEFORE: Final = 2
+_HEAD_AFTER: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,8 @@ class Claim:
     values: dict[str, frozenset[str]]  # type -> values, lower-cased
     qualifiers: frozenset[str]
     former: frozenset[str]  # values it says were replaced ("from 6.2 to 7.2")
+    head: frozenset[str] = frozenset()  # the words right next to its values: "latency"
+    changes: bool = False  # says that something changed ("now", "moved", "ya no", "jetzt")
 
     def all_values(self) -> frozenset[str]:
         return frozenset(value for values in self.values.values() for value in values)
@@ -216,11 +234,14 @@ def claim_of(text: str) -> Claim | None:
         and not any(a <= start < b and kind != "person" for a, b, kind, _ in spans)
     ]
     near: set[str] = set()
+    head: set[str] = set()
     values: dict[str, set[str]] = {}
     qualifiers: set[str] = set()
     for start, end, kind, value in spans:
         if kind in _NOT_STATES:  # where, not what: "/search/indexer/" is about the indexer
-            near.update(w for w in _TOKEN.findall(value.lower()) if len(w) >= 3 and w not in _STOP)
+            parts = [w for w in _TOKEN.findall(value.lower()) if len(w) >= 3 and w not in _STOP]
+            near.update(parts)
+            head.update(parts)
             continue
         named = _IDENTIFIED.search(text[:start]) if kind == "number" and value.isdigit() else None
         if named and named.group(1).lower() not in _STOP:
@@ -235,10 +256,19 @@ def claim_of(text: str) -> Claim | None:
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
         near.update(before, after)
+        head.update(before[-_HEAD_BEFORE:], after[:_HEAD_AFTER])
     near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
+    head.update(piece for word in list(head) for piece in _pieces(word))
     if given_up and not values:  # "pg_dump rather than pgloader": the words are the subject
         words = {word for _, word in content} - given_up
-        return Claim(frozenset(words), {}, frozenset(qualifiers), frozenset(given_up))
+        return Claim(
+            frozenset(words),
+            {},
+            frozenset(qualifiers),
+            frozenset(given_up),
+            frozenset(words),
+            changes=True,
+        )
     if not values or not near:
         return None
     opening = _opening(text)
@@ -253,7 +283,8 @@ def claim_of(text: str) -> Claim | None:
     former |= given_up
     former |= {m.group(1).lower() for m in _REPLACED_BY.finditer(text)}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
-    return Claim(frozenset(near), current, frozenset(qualifiers), former)
+    changes = bool(former) or _CHANGE.search(text) is not None
+    return Claim(frozenset(near), current, frozenset(qualifiers), former, frozenset(head), changes)
 
 
 def retired_by(new: Claim, old: Claim, *, strict: bool = False) -> frozenset[str]:
@@ -268,6 +299,8 @@ def retired_by(new: Claim, old: Claim, *, strict: bool = False) -> frozenset[str
     if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:
         return frozenset()
     shared = new.near & old.near
+    if not new.head & old.head:  # "p99 latency under 340 ms", "error rate under 0.5%"
+        return frozenset()
     if len(shared) < (2 if strict else 1) or len(shared) * 3 < min(len(new.near), len(old.near)):
         return frozenset()
     current = new.all_values()
@@ -345,44 +378,46 @@ def _words(text: str | None) -> set[str]:
     return {w.lower() for w in _TOKEN.findall(strip_was(text))} - _STOP if text else set()
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One fact as settling sees it, oldest first."""
+
+    text: str | None  # None: states no value (an entity list, a pinned fact)
+    subject: str = ""  # a tool output's key: the same key read again is the same subject
+    strict: bool = False  # replaces only on two shared subject words (what stays verbatim)
+    keyed_only: bool = False  # replaces only its own key's value (a value nobody used)
+    listed: bool = False  # one of several of its kind (goals, rules, to-dos): replaced
+    # only by a statement that says something changed, not by a sibling with another value
+
+
 def _settle_claim(
     new: int,
     claim: Claim,
     claims: Sequence[Claim | None],
-    texts: Sequence[str | None],
-    subjects: Sequence[str],
+    statements: Sequence[Statement],
     by_word: Mapping[str, list[int]],
     replaced: set[int],
     replace: Callable[[int, int, Iterable[str]], None],
-    strict: bool,
 ) -> None:
     """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
+    this = statements[new]
     for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
-        previous = claims[old]
-        if old in replaced or previous is None or (subjects[new] and subjects[old]):
+        previous, that = claims[old], statements[old]
+        if old in replaced or previous is None or (this.subject and that.subject):
             continue  # two keyed values (a tool output's) are one subject only by their keys
-        gone = retired_by(claim, previous, strict=strict)
-        if gone and not _progress(texts[old] or "", texts[new] or ""):
+        if that.listed and not claim.changes:
+            continue  # "ask Aiko to review" after "ask Tomasz to review": both stand
+        gone = retired_by(claim, previous, strict=this.strict)
+        if gone and not _progress(that.text or "", this.text or ""):
             replace(old, new, gone)
 
 
-def settle(
-    texts: Sequence[str | None],
-    subjects: Sequence[str],
-    fresh_from: int = 0,
-    strict: Sequence[bool] = (),
-    keyed_only: Sequence[bool] = (),
-) -> Settled:
-    """Facts oldest first (None: not a claim, e.g. an entity); a fact with the same explicit
-    subject as an earlier one (a tool output's key read again), or a claim about the same
-    subject with another value, replaces it. Facts before `fresh_from` were settled in an
-    earlier round (a prior summary lists them by section, not in the order they were said):
-    they replace nothing. A `strict` fact (what stays verbatim after the summary, whose new
-    value is still there to read; a tool output's value nobody used) replaces only on two
-    shared subject words: a request like "lass die Tests laufen" shares one with too much.
-    A `keyed_only` fact (a tool output's value nobody used) replaces only its own key's."""
-    strict = [*strict, *([False] * (len(texts) - len(strict)))]
-    keyed_only = [*keyed_only, *([False] * (len(texts) - len(keyed_only)))]
+def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
+    """Statements oldest first; one with the same explicit subject as an earlier one (a
+    tool output's key read again), or a claim about the same subject with another value,
+    replaces it. Statements before `fresh_from` were settled in an earlier round (a prior
+    summary lists them by section, not in the order they were said): they replace nothing."""
+    texts = [statement.text for statement in statements]
     claims = [None if text is None else _cached_claim(text) for text in texts]
     tokens = [_words(text) for text in texts]
     by_word: dict[str, list[int]] = {}
@@ -402,7 +437,7 @@ def settle(
             was[new] = tuple(_shown(value, texts[old] or "") for value in gone)
 
     for new, claim in enumerate(claims):
-        subject = subjects[new]
+        subject = statements[new].subject
         fresh = new >= fresh_from
         if fresh and subject and subject in by_subject and by_subject[subject] not in replaced:
             old = by_subject[subject]  # the same key read again: always the newer value
@@ -410,10 +445,8 @@ def settle(
         by_subject[subject] = new
         if claim is not None:
             retired.update(claim.former)
-            if fresh and not keyed_only[new]:
-                _settle_claim(
-                    new, claim, claims, texts, subjects, by_word, replaced, _replace, strict[new]
-                )
+            if fresh and not statements[new].keyed_only:
+                _settle_claim(new, claim, claims, statements, by_word, replaced, _replace)
                 for value in claim.former:  # "pg_dump rather than pgloader": any line naming it
                     for old in by_token.get(value, ()):
                         if old not in replaced and len(tokens[old] & tokens[new]) >= 2:

@@ -29,6 +29,10 @@ class SummaryRequest:
     # The previous marker when it is a provider's opaque compaction item (prior_summary is
     # then None): only a summarizer of the same provider and model can read it.
     prior_item: Mapping[str, Any] | None = None
+    # The current state read from the prior summary and the items: one line per subject
+    # ("deploy/prod.yaml: database.read_replica = db-7.internal", "On-call is Marco (was
+    # Ana)"), newest value only. A model summarizer is asked to keep these lines as written.
+    state: Sequence[str] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)
