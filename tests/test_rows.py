@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionstore import CorruptRowError, SessionStore
+from sessionstore import _rows as rows_module
 from sessionstore._rows import decode_payloads
 from tests.support.histories import user
 
@@ -23,6 +24,19 @@ _items = st.lists(
 @given(_items)
 def test_decoding_many_is_decoding_each(items: list[dict[str, object]]) -> None:
     assert decode_payloads([json.dumps(item) for item in items]) == items
+
+
+@given(_items, st.integers(1, 40))
+def test_decoding_in_runs_is_decoding_each(items: list[dict[str, object]], run: int) -> None:
+    """Runs of about SLICE_CHARS characters (issue #34: one parse of a whole context held
+    the GIL); any run length gives the same items, also with a bad payload among them."""
+    texts = [json.dumps(item) for item in items]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rows_module, "SLICE_CHARS", run)
+        assert decode_payloads(texts) == items
+        if texts:
+            with pytest.raises(CorruptRowError, match="not one JSON object"):
+                decode_payloads([*texts, "[]", *texts])
 
 
 @pytest.mark.parametrize(
