@@ -634,15 +634,21 @@ def stated_sentences(items: Sequence[Mapping[str, Any]]) -> list[str]:
     return _stated(transcript_entries(items))
 
 
-def _current(prior: Sequence[_Fact], statements: Sequence[str]) -> list[_Fact]:
-    """The prior summary's facts, each one the conversation has since superseded replaced
-    by the statement that superseded it, filed as the same kind."""
+def _current(prior: Sequence[_Fact], said: Sequence[str], kept: Sequence[str]) -> list[_Fact]:
+    """The prior summary's facts less those the conversation has since retracted. One that
+    what stays verbatim (`kept`) retracted is replaced by that statement, filed as the
+    same kind; one that the summarized items (`said`) retracted is dropped: the statement is
+    read from them in its place, in the order it was said."""
+    statements = [*said, *kept]
     current = []
     for fact in prior:
         newer = None
         if fact.kind not in ("entity", "tool", "pinned") and statements:
             newer = superseding(fact.text, statements)
-        current.append(fact if newer is None else _Fact(fact.kind, newer))
+        if newer is None:
+            current.append(fact)
+        elif newer not in said:
+            current.append(_Fact(fact.kind, newer))
     return current
 
 
@@ -676,11 +682,7 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
     """One current value per subject: a fact a later one replaced is gone, the later one
     says what it replaced, and a replaced value is stated nowhere else (an entity list, a
     note). `later` (what stays verbatim after the summary) can replace but is not kept."""
-    counts = templates_of([*(fact.body() for fact in facts), *later])
-    texts = [
-        None if fact.kind in _NOT_CLAIMS or routine(fact.body(), counts) else fact.body()
-        for fact in facts
-    ]  # routine progress ("step 211", "step 212") collapses instead (_collapse.py)
+    texts = [None if fact.kind in _NOT_CLAIMS else fact.body() for fact in facts]
     statements = [
         Statement(
             text,
@@ -918,7 +920,7 @@ class ExtractiveSummarizer:
             demoted.read_text(prior.request, 0, weak=False, user=True)
             prior.facts.extend(demoted.facts)
         pinned = [_Fact("pinned", _squash(key)) for key in request.keep_keys if key.strip()]
-        carried = _current(prior.facts, [*_stated(entries), *kept])
+        carried = _current(prior.facts, _stated(entries), kept)
         later = [latest.text] if latest else []
         settled = len(_dedupe([*pinned, *carried]))  # each other's current state already
         facts = _settled(_dedupe([*pinned, *carried, *reader.facts]), [*later, *kept], settled)

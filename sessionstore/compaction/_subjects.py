@@ -64,7 +64,7 @@ _VALUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 )
 # How entity groups compare: environments qualify a subject rather than answer it.
 _TYPES: Final = {
-    "urls": "url", "emails": "person", "ids": "id", "versions": "number", "branches": "branch",
+    "urls": "url", "emails": "person", "ids": "id", "versions": "version", "branches": "branch",
     "files": "path", "hosts": "host", "commits": "commit", "environments": "qualifier",
     "name": "person",
 }  # fmt: skip
@@ -250,9 +250,12 @@ def claim_of(text: str) -> Claim | None:
         if kind == "qualifier":
             qualifiers.add(value.lower())
             continue
-        values.setdefault(kind, set()).add(value.lower())
+        # A version is a number to compare with ("postgres 14", then "Postgres 16").
+        values.setdefault("number" if kind == "version" else kind, set()).add(value.lower())
         if kind == "branch":  # "release/2.4" is about releases
-            near.update(word for word in _TOKEN.findall(value.lower()) if word not in _STOP)
+            parts = [word for word in _TOKEN.findall(value.lower()) if word not in _STOP]
+            near.update(parts)
+            head.update(parts)
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
         near.update(before, after)

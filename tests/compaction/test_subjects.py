@@ -1,0 +1,211 @@
+"""One current value per subject: claims, what replaces what, and rolling summaries."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessionstore.compaction._extractive import ExtractiveSummarizer
+from sessionstore.compaction._factsheet import carry_forward
+from sessionstore.compaction._subjects import (
+    Statement,
+    claim_of,
+    retired_by,
+    settle,
+    was_note,
+    with_transition,
+)
+from sessionstore.compaction._summarizer import SummaryRequest
+
+SUMMARIZER = ExtractiveSummarizer()
+
+
+def replaced(old: str, new: str) -> frozenset[str]:
+    before, after = claim_of(old), claim_of(new)
+    assert before is not None and after is not None, (before, after)
+    return retired_by(after, before)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "gone"),
+    [
+        ("The on-call for payments is Priya.", "Now Marco has the payments on-call.", "priya"),
+        ("Budget: 4,000 USD.", "The budget is now 6,500 USD.", "4,000 usd"),
+        ("We pin redis to 6.2 for now.", "Upgraded redis from 6.2 to 7.2 last night.", "6.2"),
+        ("btw we are on postgres 14 in prod", "Prod runs Postgres 16 now.", "14"),
+        (
+            "Der Launch ist am 3. September.",
+            "Der Launch wurde auf den 14. Oktober verschoben.",
+            "3. september",
+        ),
+        ("El presupuesto es de 4.000 EUR.", "Subimos el presupuesto a 6.500 EUR.", "4.000 eur"),
+        ("The release branch is release/2.3.", "We cut release/2.4 today.", "release/2.3"),
+    ],
+)
+def test_a_later_claim_about_the_same_subject_retires_the_old_value(
+    old: str, new: str, gone: str
+) -> None:
+    assert gone in replaced(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The staging box is ams-web-04.", "The prod box is ams-web-09."),  # another environment
+        ("Budget: 4,000 USD for the campaign.", "The campaign launch is 14 October."),  # types
+        ("p99 checkout latency under 340 ms", "error rate under 25 ms"),  # other head words
+        ("Look up order 7697.", "Look up order 3199."),  # a number that names which order
+    ],
+)
+def test_claims_about_other_subjects_replace_nothing(old: str, new: str) -> None:
+    before, after = claim_of(old), claim_of(new)
+    assert before is None or after is None or not retired_by(after, before)
+
+
+def test_a_value_given_up_retires_any_line_that_names_it() -> None:
+    plan = "Plan: migrate the orders DB with pgloader."
+    settled = settle([Statement(plan), Statement("We migrate with pg_dump rather than pgloader.")])
+    assert settled.replaced == {0} and settled.was[1] == ("pgloader",)
+
+
+def test_a_name_that_opens_a_sentence_is_not_read_as_a_value() -> None:
+    """A known limit: "Marco took over ..." reads like "Check the ...", so the opening
+    word is never a name and such a sentence replaces nothing (docs/QUALITY.md)."""
+    assert claim_of("Marco took over the payments on-call.") is None
+    assert claim_of("Check the payments on-call rota.") is None
+
+
+def test_siblings_in_a_list_stand_unless_a_change_is_said() -> None:
+    tomasz = "This stays blocked until we ask Tomasz to review the schema change."
+    aiko = "This stays blocked until we ask Aiko to review the schema change."
+    assert not settle([Statement(tomasz, listed=True), Statement(aiko)]).replaced
+    now = "Now we ask Aiko to review the schema change instead."
+    assert settle([Statement(tomasz, listed=True), Statement(now)]).replaced == {0}
+
+
+def test_a_key_read_again_replaces_only_its_own_value() -> None:
+    line = "deploy/prod.yaml: database.read_replica = {}"
+    other = "deploy/prod.yaml: database.primary = db-9.internal"
+    key = "deploy/prod.yaml: database.read_replica"
+    settled = settle(
+        [
+            Statement(line.format("db-2.internal"), key),
+            Statement(other, "deploy/prod.yaml: database.primary"),
+            Statement(line.format("db-7.internal"), key),
+        ]
+    )
+    assert settled.replaced == {0}
+    assert settled.was[2] == ("db-2.internal",)
+
+
+def test_progress_is_no_new_value_and_a_prior_round_settles_nothing() -> None:
+    steps = [Statement("Continue with step 211."), Statement("Continue with step 212.")]
+    assert not settle(steps).replaced
+    prior = [Statement("Heads-up: Noor is on call."), Statement("On-call is now Gideon.")]
+    assert not settle(prior, fresh_from=2).replaced
+    assert settle(prior).replaced == {0}
+
+
+def test_old_values_are_only_ever_shown_as_old() -> None:
+    assert with_transition("Upgraded redis from 6.2 to 7.2") == "Upgraded redis 7.2 (was 6.2)"
+    assert was_note("Marco has the pager (was Ana)", ["Priya"]) == "Marco has the pager (was Priya)"
+
+
+# ---------------------------------------------------------------- rolling summaries
+
+# Subjects with their own words and a phrasing for a first statement and for an update.
+SUBJECTS = (
+    ("The payments on-call is {}.", "Now {} has the payments on-call."),
+    ("The checkout budget is {} USD.", "The checkout budget changed to {} USD."),
+    ("We pin redis to {}.", "Redis is now on {}."),
+    ("The launch is on {}.", "The launch moved to {}."),
+    ("The staging box is {}.", "Staging moved to box {}."),
+)
+VALUES = (
+    ("Priya", "Marco", "Ana", "Lucia", "Bjorn", "Noor", "Gideon", "Farah"),
+    ("4,100", "5,200", "6,300", "7,400", "8,500", "9,600", "1,700", "2,800"),
+    ("6.2", "7.0", "7.2", "7.4", "8.0", "8.1", "9.2", "9.4"),
+    (
+        "3 September",
+        "14 October",
+        "2 November",
+        "9 December",
+        "12 January",
+        "5 March",
+        "7 April",
+        "21 May",
+    ),
+    (
+        "ams-web-04",
+        "ams-web-17",
+        "osl-web-22",
+        "gru-web-36",
+        "syd-web-41",
+        "yyz-web-58",
+        "lhr-web-63",
+        "fra-web-77",
+    ),
+)
+
+
+def user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+def rounds(updates: list[int], cuts: list[int]) -> tuple[list[list[dict[str, str]]], list[str]]:
+    """Turns that state each update (first statement, then an update phrasing), split into
+    rounds at `cuts`, and the latest value of every subject stated."""
+    said: dict[int, int] = {}
+    turns: list[list[dict[str, str]]] = []
+    for subject in updates:
+        count = said.get(subject, 0)
+        said[subject] = count + 1
+        phrasing = SUBJECTS[subject][0 if count == 0 else 1]
+        value = VALUES[subject][count]
+        turns.append([user(phrasing.format(value)), assistant("Noted.")])
+    bounds = sorted({0, *[cut % (len(turns) + 1) for cut in cuts], len(turns)})
+    chunks = [
+        [item for turn in turns[a:b] for item in turn] + [user("ok, carry on")]
+        for a, b in zip(bounds, bounds[1:], strict=False)
+        if b > a
+    ]
+    latest = [VALUES[subject][count - 1] for subject, count in said.items()]
+    return chunks, latest
+
+
+def summarize(chunks: list[list[dict[str, str]]], strategy: str) -> str:
+    prior: str | None = None
+    for items in chunks:
+        request = SummaryRequest(items, prior, strategy, "", 2048)
+        text = SUMMARIZER.render(request)
+        prior = carry_forward(prior, text, SUMMARIZER._estimator.count_text, 2048, items).text
+    assert prior is not None
+    return prior
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    updates=st.lists(st.integers(0, len(SUBJECTS) - 1), min_size=1, max_size=24).filter(
+        lambda updates: all(updates.count(s) <= len(VALUES[s]) for s in set(updates))
+    ),
+    cuts=st.lists(st.integers(0, 30), max_size=4),
+    strategy=st.sampled_from(["task_state", "brief", "decision_log", "requirements_ledger"]),
+)
+def test_however_updates_interleave_the_summary_holds_exactly_the_latest_values(
+    updates: list[int], cuts: list[int], strategy: str
+) -> None:
+    chunks, latest = rounds(updates, cuts)
+    text = summarize(chunks, strategy)
+    current = re.sub(r"\(was [^()]*\)", "", text)
+    for value in latest:
+        assert value in current, (value, text)
+    stated = {VALUES[s][n] for s in set(updates) for n in range(updates.count(s))}
+    for old in stated - set(latest):
+        assert not re.search(rf"(?<![\w.,-]){re.escape(old)}(?![\w.,-]*\d)", current), (old, text)
