@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -173,7 +174,7 @@ def rounds(updates: list[int], cuts: list[int]) -> tuple[list[list[dict[str, str
     bounds = sorted({0, *[cut % (len(turns) + 1) for cut in cuts], len(turns)})
     chunks = [
         [item for turn in turns[a:b] for item in turn] + [user("ok, carry on")]
-        for a, b in zip(bounds, bounds[1:], strict=False)
+        for a, b in itertools.pairwise(bounds)
         if b > a
     ]
     latest = [VALUES[subject][count - 1] for subject, count in said.items()]
