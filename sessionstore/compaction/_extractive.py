@@ -24,7 +24,15 @@ from ._entities import ENTITY_GROUPS, entities, entity_matches
 from ._marker import SUMMARY_LINE
 from ._prompts import Entry, transcript_entries
 from ._sentences import split_sentences
-from ._subjects import Statement, claim_of, settle, values_in, was_note, with_transition
+from ._subjects import (
+    Statement,
+    claim_of,
+    settle,
+    strip_was,
+    values_in,
+    was_note,
+    with_transition,
+)
 from ._summarizer import SummaryRequest, SummaryResult
 from ._supersede import superseding
 from ._tool_state import tool_facts
@@ -300,6 +308,7 @@ _LEDGER_ID = re.compile(r"^\[[A-Za-z]*\d+\]\s*")
 _TAGGED = re.compile(r"^([A-Za-z]+):\s+(.*)$")
 _CHANGE_BODY = re.compile(r"^(\S+): (.*)$")
 _LEDGER_SEPARATOR: Final = " :: "
+_STATE_KEY: Final = re.compile(r"^(.+?) = |^(\S.*? row [^:]+):")
 # A number or an id of any shape ("order 7697", "500 EUR", "step 212", "INC0042"): a sentence
 # that names one says something that cannot be guessed again.
 _IDENTIFIER = re.compile(r"\b\w*\d\w*\b")
@@ -424,6 +433,10 @@ def _parse_line(body: str, kind: FactKind | None, title: str | None) -> list[_Fa
         return [
             _Fact("change", change.group(2), label=change.group(1)) if change else _Fact(kind, body)
         ]
+    if kind == "state":  # "deploy/prod.yaml: database.read_replica = db-7": keyed by its key
+        keyed = _STATE_KEY.match(strip_was(body))
+        label = next((group for group in keyed.groups() if group), "") if keyed else ""
+        return [_Fact(kind, body, label=label)]
     if kind is not None:
         return [_Fact(kind, body)]
     facts = [_Fact(_classify(sentence) or "note", sentence) for sentence in _sentences(body)]

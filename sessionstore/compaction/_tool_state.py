@@ -177,7 +177,7 @@ def _distinct(
             seen[stem] = seen.get(stem, 0) + 1
     most = 1 if len(fields) <= 2 * _MAX_DISTINCT_KEYS else _MAX_DISTINCT_KEYS
     distinct = [{stem for stem in found if seen[stem] <= most} for found in stems]
-    group = max(most, min(_GROUP, len(fields) // 2))
+    group = max(most, min(_GROUP, len(fields) - 1))
     grouped = [{stem for stem in found if seen[stem] <= group} for found in stems]
     rows = [field for field in fields if field.row]
     columns = [_stems(key_words(" ".join(field.columns))) for field in rows]
@@ -306,11 +306,15 @@ def tool_facts(
             continue
         call = calls.get(entry.call_id)
         listing = call is None or call.call_id not in paths
-        fields = fields_of(entry.text, call.text if call else "", listing=listing)
+        asked = call.text if call else ""
+        fields = [  # an echo of the call's own arguments says nothing new
+            field
+            for field in fields_of(entry.text, asked, listing=listing)
+            if field.value and field.value not in asked
+        ]
         if not fields:
             continue
         source = _source(call, paths)
-        asked = call.text if call else ""
         chosen = _chosen(fields, position, uses, entries)
         silent = [(field, False) for field in _silent(fields, [field for field, _ in chosen])]
         found.extend(
@@ -321,6 +325,5 @@ def tool_facts(
                 ),
             )
             for index, (field, hit) in enumerate([*chosen, *silent])
-            if field.value and field.value not in asked  # an echo of the call says nothing
         )
     return found
