@@ -251,6 +251,16 @@ def _tx_append_general(
     return list(range(first, last + 1))
 
 
+# A context of more rows than this is decoded on a worker thread: decoding 100,000 items
+# on the loop's thread stalled it for 300 ms and more (issue #34); a few hundred take ~1 ms.
+_DECODE_ON_LOOP: Final = 2_000
+
+
+def _decoded_visible(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """The items of the visible rows among driver records (seq, kind, ref_seq, payload, ...)."""
+    return decode_payloads([record[3] for record in visible_in_order(records)])
+
+
 def _truncation_archive(
     session_id: str, seq: int, original: Mapping[str, Any], keyring: Keyring | None
 ) -> dict[str, Any]:
@@ -823,7 +833,9 @@ class SessionStore:
             if not records:  # empty, or a branch that still shares its parent's rows
                 records = await self.database.active_rows(session_id, lineage=True)
             if not any(record[4] is not None for record in records):  # older sealed rows?
-                return decode_payloads([record[3] for record in visible_in_order(records)])
+                if len(records) > _DECODE_ON_LOOP:  # a big context: not on the loop's thread
+                    return await asyncio.to_thread(_decoded_visible, records)
+                return _decoded_visible(records)
         return await self.database.read(_read_active, session_id, self.session_keys)
 
     async def verify_history(self, session_id: str) -> ChainReport:
