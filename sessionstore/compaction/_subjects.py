@@ -104,6 +104,7 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _DIGITS: Final = re.compile(r"\d+")
+_DIRECTORY: Final = re.compile(r"/$|/[^./]+$")  # a folder, not a file: its names are topics
 # "Typesense was replaced by Vespa", "Kafka wurde durch Redpanda ersetzt".
 _REPLACED_BY: Final = re.compile(
     r"([^\W\d][\w.-]*\w)\s+(?:was|is|got|has been|have been|wurde|wird|fue|ha sido)\s+"
@@ -239,9 +240,10 @@ def claim_of(text: str) -> Claim | None:
     qualifiers: set[str] = set()
     for start, end, kind, value in spans:
         if kind in _NOT_STATES:  # where, not what: "/search/indexer/" is about the indexer
-            parts = [w for w in _TOKEN.findall(value.lower()) if len(w) >= 3 and w not in _STOP]
-            near.update(parts)
-            head.update(parts)
+            if kind == "path" and _DIRECTORY.search(value):
+                folders = [w for w in _TOKEN.findall(value.lower()) if len(w) >= 3]
+                near.update(w for w in folders if w not in _STOP)
+                head.update(w for w in folders if w not in _STOP)
             continue
         named = _IDENTIFIED.search(text[:start]) if kind == "number" and value.isdigit() else None
         if named and named.group(1).lower() not in _STOP:
