@@ -713,6 +713,7 @@ def _settled(facts: Sequence[_Fact], later: Sequence[str], fresh_from: int) -> l
             fact.label if fact.kind == "state" else "",
             keyed_only=fact.silent,
             listed=fact.kind in _LISTED,
+            chosen=fact.kind == "decision",
         )
         for fact, text in zip(facts, texts, strict=True)
     ]
@@ -873,7 +874,7 @@ def _drop_order(
     elif "(was " in fact.text:  # the current value of a subject that changed
         priority = max(priority, _PRIORITY["state"])
     elif fact.kind == "note" and claim_of(fact.body()) is not None:
-        priority = _PRIORITY["action"]  # says what something is, in whatever words
+        priority = _PRIORITY["entity"]  # says what something is, in whatever words
     return (not routine, priority, not fact.weak, salience, age)
 
 

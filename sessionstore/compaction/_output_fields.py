@@ -42,6 +42,11 @@ _LIBRARY_PATHS: Final = ("site-packages", "dist-packages", "/usr/lib/", "<frozen
 _MAX_BARE_LINES: Final = 15  # a short listing (git log); longer ones are files and greps
 _HIT: Final = re.compile(r"^[^\s:]*[./][^\s:]*:\d+[:-]")  # grep -n, ripgrep, compiler diagnostics
 _BANNER: Final = re.compile(r"^\s*(?:={3,}|-{3,}|_{3,}) .{0,80}(?:={3,}|-{3,}|_{3,})\s*$")
+# A test runner's verdicts: "3 failed, 40 passed in 2.1s", "FAILED tests/a.py::test_b", "not ok 3".
+_RUN: Final = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|tests? ran)\b|^(?:FAILED|PASSED|ERROR|XFAIL) "
+    r"\S+::|^(?:not )?ok \d+\b|^(?:FAIL|PASS|ok|---) +\S+"
+)
 _COLUMNS: Final = re.compile(r"^\s*([^\s#]\S{0,80})\s{2,}(\S.{0,120}?)\s*$")
 _SEPARATOR_ROW: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:[|+]\s*:?-{3,}:?\s*)*\|?\s*$")
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -253,7 +258,7 @@ def _routine(lines: Sequence[str]) -> bool:
     """Search hits (`path:line: text`) and test-runner logs: a count and a pointer in the
     summary's tool results, never a list of facts."""
     hits = sum(1 for line in lines if _HIT.match(line))
-    return hits * 2 >= len(lines) or any(_BANNER.match(line) for line in lines)
+    return hits * 2 >= len(lines) or any(_BANNER.match(line) or _RUN.search(line) for line in lines)
 
 
 def fields_of(text: str, source: str = "", *, listing: bool = True) -> list[OutputField]:

@@ -103,7 +103,8 @@ _FROM: Final = re.compile(r"(?:\b(?:from|von|de|desde|vom)\s*)?$", re.IGNORECASE
 _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.IGNORECASE)
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
-_DIGITS: Final = re.compile(r"\d+")
+_QUANTITIES: Final = frozenset({"amount", "number", "date"})
+_DIGITS: Final = re.compile(r"(?<![\d.,])\d+(?![\d.,]*\d)")  # a counter, not 8.0 or 4,100
 _DIRECTORY: Final = re.compile(r"/$|/[^./]+$")  # a folder, not a file: its names are topics
 # "Typesense was replaced by Vespa", "Kafka wurde durch Redpanda ersetzt".
 _REPLACED_BY: Final = re.compile(
@@ -292,10 +293,12 @@ def claim_of(text: str) -> Claim | None:
     return Claim(frozenset(near), current, frozenset(qualifiers), former, frozenset(head), changes)
 
 
-def retired_by(new: Claim, old: Claim, *, strict: bool = False) -> frozenset[str]:
+def retired_by(
+    new: Claim, old: Claim, *, strict: bool = False, skip: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """The values of `old` that `new` replaces (empty when they are about other things).
-    `strict` asks for two shared subject words, not one."""
-    types = set(new.values) & set(old.values)
+    `strict` asks for two shared subject words, not one; types in `skip` are compared not."""
+    types = (set(new.values) & set(old.values)) - skip
     dropped = old.all_values() & new.former  # "pgloader rather than Debezium"
     if dropped:
         return dropped  # named as given up: no doubt what it is about
@@ -333,8 +336,15 @@ def value_types(text: str) -> frozenset[str]:
 
 
 def values_in(text: str) -> frozenset[str]:
-    """Every value `text` states as current, lower-cased."""
-    return frozenset(value.lower() for _, _, _, value in _spans(strip_was(text)))
+    """Every value `text` states as current, lower-cased: not where things are (files,
+    links), not environments, not the word that opens it ("Stick to ...")."""
+    text = strip_was(text)
+    opening = _opening(text)
+    return frozenset(
+        value.lower()
+        for _, _, kind, value in _spans(text)
+        if kind not in _NOT_STATES and kind != "qualifier" and value.lower() not in opening
+    )
 
 
 @functools.lru_cache(maxsize=8192)
@@ -375,8 +385,9 @@ def _tail_values(text: str | None) -> set[str]:
     """The values of a `subject = value` line (its value whole when it names none)."""
     if not text:
         return set()
-    tail = strip_was(text).split(" = ", 1)[-1].split(": ", 1)[-1]
-    return set(values_in(tail)) or {tail.lower().strip()}
+    tail = strip_was(text).split(" = ", 1)[-1].split(": ", 1)[-1].strip().lower()
+    values = values_in(tail)
+    return set(values) if len(values) == 1 else {tail}  # one value, or the line as a whole
 
 
 def _words(text: str | None) -> set[str]:
@@ -393,6 +404,7 @@ class Statement:
     keyed_only: bool = False  # replaces only its own key's value (a value nobody used)
     listed: bool = False  # one of several of its kind (goals, rules, to-dos): replaced
     # only by a statement that says something changed, not by a sibling with another value
+    chosen: bool = False  # a decision: another choice replaces it, another figure needs a change
 
 
 def _settle_claim(
@@ -412,7 +424,11 @@ def _settle_claim(
             continue  # two keyed values (a tool output's) are one subject only by their keys
         if that.listed and not claim.changes:
             continue  # "ask Aiko to review" after "ask Tomasz to review": both stand
-        gone = retired_by(claim, previous, strict=this.strict)
+        # A decision restated with another figure ("the target we agreed: below 0.26%" after
+        # "below 0.33%") adds a figure unless it says something changed; another choice
+        # ("use Vespa" after "use Typesense") replaces it.
+        skip = _QUANTITIES if that.chosen and not claim.changes else frozenset()
+        gone = retired_by(claim, previous, strict=this.strict, skip=skip)
         if gone and not _progress(that.text or "", this.text or ""):
             replace(old, new, gone)
 
@@ -433,11 +449,14 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
     was: dict[int, tuple[str, ...]] = {}
     retired: set[str] = set()
 
-    def _replace(old: int, new: int, gone: Iterable[str]) -> None:
+    def _replace(old: int, new: int, gone: Iterable[str], *, keyed: bool = False) -> None:
+        """`keyed`: a key read again, whose old value is shown "(was X)" but retires no
+        value elsewhere (its line may hold any words, not one typed value)."""
         replaced.add(old)
         by[old] = new
         gone = sorted(gone)
-        retired.update(gone)
+        if not keyed:
+            retired.update(gone)
         if gone:
             was[new] = tuple(_shown(value, texts[old] or "") for value in gone)
 
@@ -446,7 +465,8 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
         fresh = new >= fresh_from
         if fresh and subject and subject in by_subject and by_subject[subject] not in replaced:
             old = by_subject[subject]  # the same key read again: always the newer value
-            _replace(old, new, _tail_values(texts[old]) - _tail_values(texts[new]))
+            gone = _tail_values(texts[old]) - _tail_values(texts[new])
+            _replace(old, new, gone, keyed=True)
         by_subject[subject] = new
         if claim is not None:
             retired.update(claim.former)

@@ -37,6 +37,7 @@ _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
 _STEM: Final = 5
 _SILENT_FIELDS: Final = 40
+_FILE: Final = re.compile(r"/|\.(?:py|js|ts|go|rs|java|rb|md|txt|json|ya?ml|toml|cfg|ini|sql|sh)\b")
 _CODE: Final = re.compile(r"\d")
 _PATHS: Final = re.compile(r"[\w.~-]*/[\w./-]*")
 _ARGUMENT_WORDS: Final = frozenset({"path", "args", "query", "select", "where", "from", "file"})
@@ -89,8 +90,8 @@ def _marks(field: OutputField) -> set[str]:
     for value in values:
         for token in _TOKEN.findall(value):
             distinctive = any(ch.isdigit() or ch in ".@/-" for ch in token) or token[:1].isupper()
-            if len(token) >= 3 and distinctive:
-                marks.add(token.lower())
+            if len(token) >= 3 and distinctive and not _FILE.search(token):
+                marks.add(token.lower())  # a file is worked on, not a value that was used
     return marks
 
 
