@@ -59,12 +59,15 @@ class Model:
     def sid(self, name: str) -> str:
         return f"{self.prefix}-{name}"
 
-    def new_life(self, name: str, parent: str | None = None) -> Life:
+    def new_life(self, name: str, parent: str | None = None, forked: str | None = None) -> Life:
+        """A new incarnation; a branch shares what `forked` (the session forked) had, and
+        names `parent` (the session whose rows it reads: `forked`'s own parent when
+        `forked` had no rows of its own yet)."""
         self.born += 1
         life = Life(self.born, parent, [])
         life.lineage = {(name, self.born)}
-        if parent is not None:
-            shared = self.lives[parent]
+        if forked is not None:
+            shared = self.lives[forked]
             life.expected = list(shared.expected)
             life.lineage |= shared.lineage
             life.exact = shared.exact
@@ -90,8 +93,9 @@ async def _apply(store: SessionStore, model: Model, op: str, name: str, arg: Any
         await store.append(sid, batch)
         model.lives[name].expected += batch
     elif op == "fork" and name in model.lives and arg not in model.lives and arg != name:
-        await store.fork(sid, model.sid(arg))
-        model.new_life(arg, parent=name)
+        done = await store.fork(sid, model.sid(arg))
+        parent = done.parent_session_id.removeprefix(f"{model.prefix}-")
+        model.new_life(arg, parent=parent, forked=name)
     elif op == "compact" and name in model.lives:
         try:
             outcome = await small_window_manager(store).compact(sid)
