@@ -62,8 +62,13 @@ def assert_at_most_one_summary(context: Sequence[Item], compaction_count: int) -
     summaries = [text_of(item) for item in context if text_of(item).startswith(SUMMARY_MARK)]
     assert len(summaries) <= 1, f"{len(summaries)} summaries in one context"
     if summaries:
-        version = int(summaries[0][len(SUMMARY_MARK) :].split(">", 1)[0])
+        version = _version(summaries[0])
         assert version <= compaction_count, (version, compaction_count)
+
+
+def _version(summary: str) -> int:
+    """The N of a `<COMPACT-SUMMARY vN>` marker."""
+    return int(summary[len(SUMMARY_MARK) :].split(">", 1)[0])
 
 
 def _origin(row: StoredRow) -> int:
@@ -249,7 +254,13 @@ async def assert_session_invariants(
         store, session_id, history, first=first, inherited=inherited
     )
     assert info.compaction_count == checked, f"{session_id}: compaction_count drifted"
-    assert_at_most_one_summary(context, info.compaction_count)
+    # A branch counts its own compactions; a summary it inherited carries its parent's number.
+    inherited_versions = [
+        _version(text_of(row.item))
+        for row in inherited
+        if row.item is not None and text_of(row.item).startswith(SUMMARY_MARK)
+    ]
+    assert_at_most_one_summary(context, info.compaction_count + max(inherited_versions, default=0))
     if loaded is not None:
         assert list(loaded) == context, f"{session_id}: the SDK session sees another context"
     return context
