@@ -51,13 +51,6 @@ _COLUMNS: Final = re.compile(r"^\s*([^\s#]\S{0,80})\s{2,}(\S.{0,120}?)\s*$")
 _SEPARATOR_ROW: Final = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:[|+]\s*:?-{3,}:?\s*)*\|?\s*$")
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD_SPLIT: Final = re.compile(r"[^0-9A-Za-zÀ-ÿ]+")
-_GENERIC_KEYS: Final = frozenset(
-    re.split(
-        r"\s+",
-        "id key value name type data item items result results row rows text body count total "
-        "status value_1 line",
-    )
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from sessionstore.compaction._subjects import (
     with_transition,
 )
 from sessionstore.compaction._summarizer import SummaryRequest
+from tests.support.histories import Item, assistant, user
 
 SUMMARIZER = ExtractiveSummarizer()
 
@@ -152,19 +153,11 @@ VALUES = (
 )
 
 
-def user(text: str) -> dict[str, str]:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> dict[str, str]:
-    return {"role": "assistant", "content": text}
-
-
-def rounds(updates: list[int], cuts: list[int]) -> tuple[list[list[dict[str, str]]], list[str]]:
+def rounds(updates: list[int], cuts: list[int]) -> tuple[list[list[Item]], list[str]]:
     """Turns that state each update (first statement, then an update phrasing), split into
     rounds at `cuts`, and the latest value of every subject stated."""
     said: dict[int, int] = {}
-    turns: list[list[dict[str, str]]] = []
+    turns: list[list[Item]] = []
     for subject in updates:
         count = said.get(subject, 0)
         said[subject] = count + 1
@@ -181,7 +174,7 @@ def rounds(updates: list[int], cuts: list[int]) -> tuple[list[list[dict[str, str
     return chunks, latest
 
 
-def summarize(chunks: list[list[dict[str, str]]], strategy: str) -> str:
+def summarize(chunks: list[list[Item]], strategy: str) -> str:
     prior: str | None = None
     for items in chunks:
         request = SummaryRequest(items, prior, strategy, "", 2048)

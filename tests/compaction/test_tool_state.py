@@ -9,6 +9,8 @@ from sessionstore.compaction._extractive import ExtractiveSummarizer, current_st
 from sessionstore.compaction._prompts import build_prompt, transcript_entries
 from sessionstore.compaction._summarizer import SummaryRequest
 from sessionstore.compaction._tool_state import ToolFact, tool_facts
+from tests.support import histories
+from tests.support.histories import assistant, output, user
 
 Item = dict[str, Any]
 CONFIG = (
@@ -17,25 +19,9 @@ CONFIG = (
 )
 
 
-def user(text: str) -> Item:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> Item:
-    return {"role": "assistant", "content": text}
-
-
-def call(name: str, arguments: dict[str, Any], output: str, number: int = 1) -> list[Item]:
-    call_id = f"call_{number}"
-    return [
-        {
-            "type": "function_call",
-            "call_id": call_id,
-            "name": name,
-            "arguments": json.dumps(arguments),
-        },
-        {"type": "function_call_output", "call_id": call_id, "output": output},
-    ]
+def call(name: str, arguments: dict[str, Any], text: str, number: int = 1) -> list[Item]:
+    """A tool call and its output."""
+    return [histories.call(f"call_{number}", name, **arguments), output(f"call_{number}", text)]
 
 
 def facts(items: list[Item]) -> list[ToolFact]:
