@@ -749,7 +749,9 @@ def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
     kept: list[_Fact] = []
     seen_entities: set[str] = set()
     seen_texts: set[str] = set()
-    word_sets: list[tuple[set[str], set[str]]] = []
+    # Near-duplicates share their marks exactly: only facts with the same marks are compared
+    # (a pass over thousands of facts stays linear in practice, not quadratic).
+    by_marks: dict[frozenset[str], list[set[str]]] = {}
     for fact in facts:
         if fact.silent:  # never shown, so never the copy a shown fact is dropped for
             kept.append(fact)
@@ -760,24 +762,24 @@ def _dedupe(facts: Iterable[_Fact]) -> list[_Fact]:
                 seen_entities.add(key)
                 kept.append(fact)
             continue
-        key = " ".join(sorted(_words(fact.body()))) or fact.body()
         words = _words(fact.body())
+        key = " ".join(sorted(words)) or fact.body()
         marks = {word for word in words if not word.isalpha()}  # numbers, ids, paths
         marks.update(name.lower() for name in _NAME.findall(fact.body()))  # people, products
-        if key in seen_texts or any(_near(words, marks, other) for other in word_sets):
+        siblings = by_marks.setdefault(frozenset(marks), [])
+        if key in seen_texts or any(_near(words, other) for other in siblings):
             continue
         seen_texts.add(key)
-        word_sets.append((words, marks))
+        siblings.append(words)
         kept.append(fact)
     return kept
 
 
-def _near(words: set[str], marks: set[str], other: tuple[set[str], set[str]]) -> bool:
-    """Near-duplicates share their numbers, ids and names exactly and almost all their words."""
-    other_words, other_marks = other
-    if marks != other_marks or not words:
+def _near(words: set[str], other: set[str]) -> bool:
+    """Near-duplicates (with the same marks) share almost all their words."""
+    if not words:
         return False
-    return len(words & other_words) / len(words | other_words) >= 0.85
+    return len(words & other) / len(words | other) >= 0.85
 
 
 def _section_lines(section: _Section, facts: Sequence[_Fact]) -> list[str]:

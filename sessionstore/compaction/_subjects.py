@@ -170,8 +170,10 @@ def was_note(text: str, retired: Iterable[str]) -> str:
     return f"{strip_was(text).rstrip()} (was {values})" if values else text
 
 
-def _spans(text: str) -> list[tuple[int, int, str, str]]:
-    """(start, end, type, value) of every value in `text`, each span claimed once."""
+@functools.lru_cache(maxsize=16384)
+def _spans(text: str) -> tuple[tuple[int, int, str, str], ...]:
+    """(start, end, type, value) of every value in `text`, each span claimed once (cached:
+    a fact is looked at by its claim, its values and its transitions, round after round)."""
     found = []
     for start, end, group, value in entity_matches(text):
         if group == "versions" and " " in value:  # "Postgres 16": a subject and its number
@@ -192,7 +194,7 @@ def _spans(text: str) -> list[tuple[int, int, str, str]]:
                     continue
                 value = " ".join(words)
             found.append((start, end, _TYPES.get(kind, kind), value))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def _transitions(
@@ -220,6 +222,7 @@ def _opening(text: str) -> set[str]:
     return {first.group().lower()} if first and first.start() < 3 else set()
 
 
+@functools.lru_cache(maxsize=16384)
 def claim_of(text: str) -> Claim | None:
     """The claim a fact makes, or None when it states no value or no subject."""
     text = strip_was(text)
@@ -347,11 +350,6 @@ def values_in(text: str) -> frozenset[str]:
     )
 
 
-@functools.lru_cache(maxsize=8192)
-def _cached_claim(text: str) -> Claim | None:
-    return claim_of(text)
-
-
 @dataclass(frozen=True, slots=True)
 class Settled:
     """What a pass over facts in order found: which were replaced, and by what."""
@@ -439,7 +437,7 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
     replaces it. Statements before `fresh_from` were settled in an earlier round (a prior
     summary lists them by section, not in the order they were said): they replace nothing."""
     texts = [statement.text for statement in statements]
-    claims = [None if text is None else _cached_claim(text) for text in texts]
+    claims = [None if text is None else claim_of(text) for text in texts]
     tokens = [_words(text) for text in texts]
     by_word: dict[str, list[int]] = {}
     by_token: dict[str, list[int]] = {}
