@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -94,16 +96,31 @@ def test_small_format_widths_still_work(db_url: str) -> None:
     assert json.loads(result.stdout) == [{"s": "   ab|c  |"}]
 
 
-def test_running_out_of_sqlite_heap_is_one_line(
-    sqlite_seeded: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_running_out_of_sqlite_heap_is_one_line(sqlite_seeded: str) -> None:
     """The heap cap (lowered here so a small query meets it) is a MemoryError inside
-    sqlite3: one line and exit 1, not a traceback."""
-    monkeypatch.setattr(_query, "SQLITE_HEAP_LIMIT", 4 * 1024 * 1024)
+    sqlite3: one line and exit 1, not a traceback. In a process of its own, as the CLI runs:
+    SQLite's heap limit is the whole process's, and at 4 MiB every other connection of a
+    test worker would fail with it."""
     sql = f"SELECT length(group_concat(printf('%99d', i), '')) AS n FROM {_numbers('', 200_000)}"
-    result = run("query", sql, "--url", sqlite_seeded)
-    assert_refused(result, 1, "too large:", "more memory than it may use")
-    _one_line(result)
+    lowered = (
+        "import sys\n"
+        "from sessionstore.cli import _query, main\n"
+        "_query.SQLITE_HEAP_LIMIT = 4 * 1024 * 1024\n"
+        "sys.argv = ['sessionstore', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", lowered, "query", sql, "--url", sqlite_seeded],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert (
+        len(lines) == 1 and "too large:" in lines[0] and "more memory than it may use" in lines[0]
+    )
+    assert "Traceback" not in done.stderr
 
 
 def test_the_bounds_end_with_the_statement(db_url: str) -> None:
