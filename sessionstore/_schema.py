@@ -359,6 +359,15 @@ retention_policies: Final = sa.Table(
     sa.CheckConstraint("older_than_days > 0", name="days_positive"),
 )
 
+# PostgreSQL: the roles, besides members of the schema's owner, that may enter maintenance
+# (the append-only trigger reads it; migration 0020). Readable by all, written by the owner.
+# SQLite has no roles: the table is there, so both backends keep one schema, and unused.
+maintenance_roles: Final = sa.Table(
+    "maintenance_roles",
+    metadata,
+    sa.Column("role_name", sa.Text, primary_key=True),
+)
+
 # Retention finds old rows by age. Idle sessions are found by scanning `sessions`: an index
 # on updated_at, which every append moves, would tax every append (migration 0004).
 sa.Index("ix_messages_created_at", messages.c.created_at)

@@ -8,10 +8,13 @@ own engine, a plain SQLite client, or SQL typed into psql.
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
+import asyncpg
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from sessionstore import SessionStore
@@ -73,3 +76,57 @@ async def test_postgresql_refuses_truncate_too(fresh_pg_url: str) -> None:
             async with store.engine.begin() as conn:
                 await conn.execute(sa.text("TRUNCATE messages CASCADE"))
         assert await store.load_context("s") == ITEMS
+
+
+async def test_postgresql_maintenance_is_for_the_owner_and_the_roles_it_names(
+    fresh_pg_url: str,
+) -> None:
+    """A role with UPDATE and DELETE on messages that sets the maintenance flag itself is
+    refused (any role can set a custom setting); listed in maintenance_roles by the owner, it
+    may; a look-alike list in a schema of its own changes nothing. A real login role."""
+    role = f"ss_editor_{uuid.uuid4().hex[:8]}"
+    url = make_url(fresh_pg_url)
+    async with SessionStore(fresh_pg_url, create_tables=True) as store:
+        await store.append("s", ITEMS)
+        async with store.engine.begin() as conn:
+            for statement in (
+                f'CREATE ROLE "{role}" LOGIN',
+                f'GRANT USAGE ON SCHEMA public TO "{role}"',
+                f'GRANT SELECT, UPDATE, DELETE ON messages TO "{role}"',
+                f'GRANT CREATE ON DATABASE "{url.database}" TO "{role}"',
+            ):
+                await conn.execute(sa.text(statement))
+        editor = await asyncpg.connect(
+            host=url.host, port=url.port, user=role, database=url.database
+        )
+        try:
+
+            async def edit() -> None:
+                async with editor.transaction():
+                    await editor.execute("SET LOCAL sessionstore.maintenance = 'on'")
+                    await editor.execute("UPDATE messages SET tokens = 99")
+                    await editor.execute("DELETE FROM messages")
+
+            with pytest.raises(asyncpg.InsufficientPrivilegeError, match=f"role {role}"):
+                await edit()
+            await editor.execute(
+                "CREATE SCHEMA mine; CREATE TABLE mine.maintenance_roles (role_name text);"
+                f"INSERT INTO mine.maintenance_roles VALUES ('{role}');"
+                "SET search_path = mine, public"
+            )
+            with pytest.raises(asyncpg.InsufficientPrivilegeError, match="maintenance refused"):
+                await edit()
+            assert await store.load_context("s") == ITEMS
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):  # the list is the owner's
+                await editor.execute(f"INSERT INTO public.maintenance_roles VALUES ('{role}')")
+            async with store.engine.begin() as conn:
+                await conn.execute(
+                    sa.text("INSERT INTO maintenance_roles VALUES (:role)"), {"role": role}
+                )
+            await edit()  # named by the owner: maintenance is its to enter
+            assert await store.history("s") == []
+        finally:
+            await editor.close()
+            async with store.engine.begin() as conn:
+                await conn.execute(sa.text(f'DROP OWNED BY "{role}" CASCADE'))
+                await conn.execute(sa.text(f'DROP ROLE "{role}"'))

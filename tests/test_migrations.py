@@ -266,7 +266,7 @@ async def test_0019_checks_kinds_with_equalities_on_sqlite_and_back(fresh_db_url
     assert await write_as_it_is(fresh_db_url, _accepted_kinds) == expected
     assert await read_as_it_is(fresh_db_url, lambda c: list(c.exec_driver_sql(_STORED))) == stored
     if sqlite:
-        assert other.execute("PRAGMA schema_version").fetchone() == (version + 1,)
+        assert other.execute("PRAGMA schema_version").fetchone()[0] > version  # 0019 and on
         assert other.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         other.close()
     async with SessionStore(fresh_db_url) as store:

@@ -24,7 +24,11 @@ from tests.support.histories import turns
 ODD_TEXTS = ["\ud800 lone", 'q"uote\\', "\x00\x01\x1f", "\u2028\x85", "\\u00e9 é 字 😀", ""]
 texts = st.text() | st.sampled_from(ODD_TEXTS)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | texts,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | texts,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
     max_leaves=8,
 )

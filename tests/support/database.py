@@ -32,6 +32,7 @@ TABLES = (
     "messages",
     "sessions",
     "retention_policies",
+    "maintenance_roles",
 )
 
 
