@@ -6,6 +6,7 @@ ordered so that each span of text goes to one group (a URL's path is not also a 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -85,8 +86,10 @@ ENTITY_GROUPS: Final = (
 )  # fmt: skip
 
 
-def entity_matches(text: str) -> list[tuple[int, int, str, str]]:
-    """(start, end, group, entity) in order of appearance; each span goes to one pattern."""
+@functools.lru_cache(maxsize=16384)
+def entity_matches(text: str) -> tuple[tuple[int, int, str, str], ...]:
+    """(start, end, group, entity) in order of appearance; each span goes to one pattern
+    (cached: a sentence is classified, listed and claimed, round after round)."""
     found: list[tuple[int, int, str, str]] = []
     for group, pattern in _ENTITY_PATTERNS:
         for match in pattern.finditer(text):
@@ -96,7 +99,7 @@ def entity_matches(text: str) -> list[tuple[int, int, str, str]]:
             value = match.group().strip("`'\"").rstrip(".,;:!?")
             if _plausible(group, value):
                 found.append((start, end, group, value))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def entities(text: str) -> list[tuple[str, str]]:

@@ -128,7 +128,12 @@ def _replaced(dropped: Sequence[SheetLine], summary: str, said: Sequence[str]) -
         Statement(None if fact.kind == "entity" else fact.text, listed=fact.kind in _LISTED)
         for fact in dropped
     ]
-    settled = settle([*statements, *(Statement(text) for text in [*newer, *said])], len(dropped))
+    # Only what shares a word with a dropped fact can replace it: the rest is not settled.
+    words = {w for fact in dropped for w in _TOKEN.findall(fact.text.lower()) if len(w) > 3}
+    relevant = [text for text in said if words & set(_TOKEN.findall(text.lower()))]
+    settled = settle(
+        [*statements, *(Statement(text) for text in [*newer, *relevant])], len(dropped)
+    )
     retired = settled.retired | {
         value.strip().lower() for note in _WAS.findall(summary) for value in note.split(", ")
     }
