@@ -969,7 +969,6 @@ class ExtractiveSummarizer:
         estimate = count(full)
         if estimate <= max_tokens:
             return full
-        dropped: set[int] = set()
         salience = _salience(facts)
         counts = templates_of([fact.body() for fact in facts])
         routines = [routine(fact.body(), counts) and not is_progress(fact.body()) for fact in facts]
@@ -977,18 +976,37 @@ class ExtractiveSummarizer:
             range(len(facts)),
             key=lambda i: _drop_order(facts[i], salience[i], i, routines[i]),
         )
-        for index in order:
-            dropped.add(index)
-            # Generous, so the estimate never hides room that is really there; only an exact
-            # count of the rendered text decides.
+
+        def without(drops: int) -> str | None:
+            """The summary less the first `drops` facts of the order, if it fits."""
+            gone = set(order[:drops])
+            text = _render(layout, [f for i, f in enumerate(facts) if i not in gone], request)
+            return text if count(text) <= max_tokens else None
+
+        # Generous, so the estimate never hides room that is really there: the first prefix
+        # it says fits is the least that could. Only an exact count of the rendered text
+        # decides, found by bisection (a line collapsed with its template saves less than its
+        # own length, and re-rendering after every further drop cost hundreds of renders).
+        least = None
+        for drops, index in enumerate(order, start=1):
             estimate -= count(facts[index].ledger or facts[index].body()) + 4
             if estimate <= max_tokens:
-                text = _render(
-                    layout, [f for i, f in enumerate(facts) if i not in dropped], request
-                )
-                estimate = count(text)
-                if estimate <= max_tokens:
-                    return text
+                least = drops
+                break
+        if least is not None:
+            text = without(least)
+            if text is not None:
+                return text
+            low, high, best = least, len(order), without(len(order))
+            while best is not None and high - low > 1:
+                middle = (low + high) // 2
+                found = without(middle)
+                if found is None:
+                    low = middle
+                else:
+                    high, best = middle, found
+            if best is not None:
+                return best
         if request:
             clipped = self._clip_to(request, max_tokens, lambda r: _render(layout, [], r))
             if clipped is not None:
