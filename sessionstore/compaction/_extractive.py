@@ -654,6 +654,7 @@ def _current(prior: Sequence[_Fact], said: Sequence[str], kept: Sequence[str]) -
     same kind; one that the summarized items (`said`) retracted is dropped: the statement is
     read from them in its place, in the order it was said."""
     statements = [*said, *kept]
+    read_again = set(said)
     current = []
     for fact in prior:
         newer = None
@@ -661,7 +662,7 @@ def _current(prior: Sequence[_Fact], said: Sequence[str], kept: Sequence[str]) -
             newer = superseding(fact.text, statements)
         if newer is None:
             current.append(fact)
-        elif newer not in said:
+        elif newer not in read_again:
             current.append(_Fact(fact.kind, newer))
     return current
 
@@ -949,8 +950,8 @@ class ExtractiveSummarizer:
         pinned = [_Fact("pinned", _squash(key)) for key in request.keep_keys if key.strip()]
         carried = _current(prior.facts, _stated(entries), kept)
         later = [latest.text] if latest else []
-        settled = len(_dedupe([*pinned, *carried]))  # each other's current state already
-        facts = _settled(_dedupe([*pinned, *carried, *reader.facts]), [*later, *kept], settled)
+        standing = _dedupe([*pinned, *carried])  # each other's current state already
+        facts = _settled(_dedupe([*standing, *reader.facts]), [*later, *kept], len(standing))
         bodies = [fact.body() for fact in facts]
         if request_text and routine(request_text, templates_of([*bodies, request_text])):
             # "Continue with step 212" is progress, not a request to remember as the latest:
