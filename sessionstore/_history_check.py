@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from ._chain import genesis, link, payload_digest
 from ._errors import HistoryTamperedError, SessionStoreError
+from ._off_loop import let_loop_run, off_loop_past
 from ._payload_sealing import SessionKeys
 from ._ranges import runs
 from ._rows import StoredRow, decode_payloads, visible_in_order
@@ -26,6 +27,7 @@ from ._time_travel import Lineage, inherited_rows, lineage
 
 _MAX_PROBLEMS: Final = 20  # a report names the first problems, then counts the rest
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
+_CHUNK: Final = 1_000  # rows walked between the loop's turns
 # The payload exactly as stored: PostgreSQL's json type keeps the text it was given.
 _ROW_COLUMNS: Final = (
     *(column for column in messages.c if column.name != "payload"),
@@ -120,7 +122,14 @@ def _rows(conn: Connection, session: Mapping[str, Any], from_seq: int) -> list[d
     """Rows from `from_seq` up to the session row's last_seq, read after it: rows appended
     meanwhile are left out, so a check never races a writer (stored rows never change)."""
     params = {"sid": session["session_id"], "from_seq": from_seq, "to_seq": session["last_seq"]}
-    return [dict(row._mapping) for row in conn.execute(_ROWS_FROM, params)]
+    result = conn.execute(_ROWS_FROM, params)
+    names = tuple(result.keys())
+    rows: list[dict[str, Any]] = []
+    for chunk in result.partitions(_CHUNK):
+        if rows:  # past the first chunk: PostgreSQL walks the driver's rows on the loop
+            let_loop_run()
+        rows.extend(dict(zip(names, row, strict=True)) for row in chunk)
+    return rows
 
 
 def _expected_start(rows: Sequence[Mapping[str, Any]], first: int) -> int:
@@ -145,7 +154,7 @@ def _check_start(
     findings: _Findings,
 ) -> None:
     start = int(session["context_start_seq"])
-    expected = _expected_start(rows, line.fork_seq + 1)
+    expected = off_loop_past(len(rows), _expected_start, rows, line.fork_seq + 1)
     if start == expected:
         return
     last = int(session["last_seq"])
@@ -206,8 +215,9 @@ def tx_verify(
         session_id, session["chain_kek_id"], session["chain_wrapped_key"]
     )
     if start is not None:
-        computed, purged = _chain_rows(
-            chain_key, genesis(chain_key, session_id, int(start)), chained, findings
+        first = genesis(chain_key, session_id, int(start))
+        computed, purged = off_loop_past(
+            len(chained), _chain_rows, chain_key, first, chained, findings
         )
         head = computed if chained else None  # a migrated session before its first new row
         stored_head = _bytes(session["chain_head"])
@@ -226,7 +236,8 @@ def tx_verify(
     _check_downgrade(session, rows, findings)
     if upto is None:  # the session row describes its newest state, not a prefix
         _check_start(conn, session, rows, line, findings)
-        _check_counters(session, rows, inherited_rows(conn, session_id, keys), findings)
+        inherited = inherited_rows(conn, session_id, keys)
+        off_loop_past(len(rows), _check_counters, session, rows, inherited, findings)
     warnings = []
     if unchained:
         warnings.append(

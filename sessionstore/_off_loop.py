@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Final, ParamSpec, TypeVar
 
 from sqlalchemy.util import await_only
 from sqlalchemy.util.concurrency import in_greenlet
 
-__all__ = ["off_loop"]
+__all__ = ["let_loop_run", "off_loop", "off_loop_past"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+# Rows past which a read's Python work (decoding, hashing) leaves the loop's thread: below
+# it, a thread hop would cost more than the work stalls the loop.
+_BIG_READ: Final = 2_000
 
 
 def off_loop(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -27,3 +31,18 @@ def off_loop(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     if in_greenlet():
         return await_only(asyncio.to_thread(fn, *args, **kwargs))
     return fn(*args, **kwargs)
+
+
+def off_loop_past(rows: int, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """`fn(*args, **kwargs)` for work over `rows` rows: off the loop's thread for a big
+    read (see off_loop), in place below that, where a thread hop would cost more."""
+    if rows > _BIG_READ:
+        return off_loop(fn, *args, **kwargs)
+    return fn(*args, **kwargs)
+
+
+def let_loop_run() -> None:
+    """Give the loop a turn between chunks of work a greenlet does on the loop's thread
+    (driver-bound work that cannot leave it); a no-op anywhere else."""
+    if in_greenlet():
+        await_only(asyncio.sleep(0))

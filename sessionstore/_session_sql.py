@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection, Result, Row
 
 from ._items import encode_payload
+from ._off_loop import let_loop_run, off_loop_past
 from ._payload_sealing import SessionKeys, seal_payload
 from ._rows import StoredRow, decode_payloads
 from ._schema import KIND_CARRY, messages, sessions
@@ -84,10 +85,19 @@ def stored_rows(
     payloads: list[Any] = []
     agents: list[str | None] = []
     for chunk in chunks:
+        if fetched:  # past the first chunk: PostgreSQL walks the driver's rows on the loop
+            let_loop_run()
         for row in chunk:
             fetched.append(row[:13])
             payloads.append(plain(row[1], row[13], row[14]))
             agents.append(row[15])
+    return off_loop_past(len(fetched), _assembled, fetched, payloads, agents)
+
+
+def _assembled(
+    fetched: list[tuple[Any, ...]], payloads: list[Any], agents: list[str | None]
+) -> list[StoredRow]:
+    """StoredRows from the columns stored_rows kept, the payloads parsed in one call."""
     parsed = iter(decode_payloads([payload for payload in payloads if payload is not None]))
     return [
         StoredRow(

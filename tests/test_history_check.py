@@ -401,3 +401,18 @@ async def test_a_migrated_session_loads_checked_before_and_after_its_first_new_r
         await checked.append("old", turns(1, seed=5))
         assert len(await checked.load_context("old")) == 2
         assert (await checked.verify_history("old")).ok
+
+
+async def test_a_history_too_big_for_the_loop_thread_is_checked_the_same(db_url: str) -> None:
+    """Past 2,000 rows the chain is hashed and the rows parsed off the loop's thread (on
+    PostgreSQL a read's work otherwise runs there): the same findings, the same rows."""
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append(SID, turns(1_050))  # 2,100 rows
+        await store.append(SID, turns(50))
+        assert (await store.verify_history(SID)).ok
+        context = await store.load_context(SID)
+        _, then = await store.rows_as_of(SID, 2_100)
+        assert [row.item for row in then] == context[:2_100]
+        await edit_rows(store, messages.update().where(_row(2_150)).values(payload=FORGED))
+        report = await store.verify_history(SID)
+        assert report.problems == ["row 2150: its payload does not match its digest (edited)"]
