@@ -155,6 +155,12 @@ _ACTIVE_ROWS: Final = (
     .where(messages.c.session_id == _sid, messages.c.seq >= _start)
     .order_by(messages.c.seq)
 )
+_ACTIVE_LAST: Final = (  # the newest `tail` rows of the context, newest first
+    sa.select(*ROW_COLUMNS)
+    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
+    .order_by(messages.c.seq.desc())
+    .limit(sa.bindparam("tail"))
+)
 _HISTORY: Final = (
     sa.select(*ROW_COLUMNS).where(messages.c.session_id == _sid).order_by(messages.c.seq)
 )
@@ -420,10 +426,18 @@ def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[d
     )
 
 
-def _read_context_rows(conn: Connection, session_id: str, keys: SessionKeys) -> list[StoredRow]:
-    """Every row of the active context, a branch's inherited parent rows first."""
+def _read_context_rows(
+    conn: Connection, session_id: str, keys: SessionKeys, tail: int | None
+) -> list[StoredRow]:
+    """Every row of the active context (or its last `tail`), a branch's inherited parent
+    rows first. A tail reads only its own rows while the session holds enough of them."""
+    if tail is not None:
+        found = conn.execute(_ACTIVE_LAST, {"sid": session_id, "tail": tail}).all()
+        if len(found) == tail:
+            return stored_rows(conn, keys, session_id, found[::-1])
     own = _read_rows(conn, _ACTIVE_ROWS, session_id, keys)
-    return inherited_rows(conn, session_id, keys) + own
+    rows = inherited_rows(conn, session_id, keys) + own
+    return rows if tail is None else rows[-tail:]
 
 
 def _read_tail(
@@ -846,13 +860,16 @@ class SessionStore:
         await self.ensure_ready()
         return await self.database.read(tx_verify, session_id, self.session_keys)
 
-    async def context_rows(self, session_id: str) -> list[StoredRow]:
-        """Every row of the active context (tombstones and hidden rows included)."""
+    async def context_rows(self, session_id: str, tail: int | None = None) -> list[StoredRow]:
+        """Every row of the active context (tombstones and hidden rows included), or only
+        the last `tail` of them (read alone: a 100,000-row session's tail costs a tail)."""
         check_session_id(session_id)
+        if tail is not None and tail < 1:
+            raise ValueError(f"tail must be at least 1, got {tail}")
         await self.ensure_ready()
         if self.verify_on_load:  # prove the context before showing its rows
             await self.database.read(tx_checked_active, session_id, self.session_keys)
-        return await self.database.read(_read_context_rows, session_id, self.session_keys)
+        return await self.database.read(_read_context_rows, session_id, self.session_keys, tail)
 
     async def rows_as_of(
         self, session_id: str, point: HistoryPoint | int | datetime

@@ -86,6 +86,9 @@ async def test_a_tail_of_a_branch_reads_back_through_every_shared_range(
         for limit in (1, 2, 3, 5, 17, len(full) - 1, len(full), len(full) + 5):
             got = await store.load_context(session_id, limit=limit)
             assert got == full[-limit:], (session_id, limit)
+        rows = await store.context_rows(session_id)  # `sessions show --tail` reads these
+        for tail in (1, 3, 5, 17, len(rows), len(rows) + 5):
+            assert await store.context_rows(session_id, tail) == rows[-tail:], (session_id, tail)
 
 
 @pytest.mark.parametrize("turns", [5, 300])

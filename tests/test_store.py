@@ -397,6 +397,8 @@ async def test_store_matches_a_list_model(db_url: str, ops: list[Any], limit: in
         assert await store.load_context(sid) == model
         expected_tail = [] if limit == 0 else model if limit < 0 else model[-limit:]
         assert await store.load_context(sid, limit) == expected_tail
+        if limit > 0:  # a tail of the context's rows is read alone, and is its tail
+            assert await store.context_rows(sid, limit) == (await store.context_rows(sid))[-limit:]
         assert await store.context_tokens(sid) == sum(
             store.estimator.count_item(item) for item in model
         )

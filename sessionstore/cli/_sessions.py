@@ -150,10 +150,11 @@ def _rows(
     redact: bool,
     as_of: str | None = None,
     call: int | None = None,
+    tail: int | None = None,
 ) -> tuple[list[StoredRow], Redactor, Bindings, CallMasking | None]:
-    """The session's rows, the redactor to print them with (the config's patterns), the
-    bindings of the opaque markers among them and (with `call`) what that call was sent
-    masked."""
+    """The session's rows (with `tail`, the active context's last rows, read alone), the
+    redactor to print them with (the config's patterns), the bindings of the opaque markers
+    among them and (with `call`) what that call was sent masked."""
     if sum((history, as_of is not None, call is not None)) > 1:
         raise typer.BadParameter(
             "--history, --as-of and --call each choose the rows; give one of them",
@@ -172,7 +173,7 @@ def _rows(
             elif history:
                 found = await store.history(session_id)
             else:
-                found = await store.context_rows(session_id)
+                found = await store.context_rows(session_id, tail)
             redactor = store.redactor if redact else Redactor(enabled=False)
             bindings = await bindings_of(store, found)
         if not redact:
@@ -299,11 +300,16 @@ def show(
     """The rows of a session: seq, kind, role/type, agent, tool, tokens and a preview."""
     seqs = _check_seqs(seq)
     _check_agent(agent)
-    found = _rows(url, config, session_id, history, redact, as_of, call)
+    # A plain --tail of the active context reads only its tail (a 100,000-row session).
+    plain = seqs is None and agent is None and not history and as_of is None and call is None
+    alone = tail if plain else None
+    found = _rows(url, config, session_id, history, redact, as_of, call, alone)
     rows, redactor, bindings, masking = found
     if agent is not None:
         rows = _of_agent(rows, agent, session_id, redactor)
     rows = _window(rows, seqs, limit, tail)
+    if alone is not None and len(rows) == alone:
+        err_console.print(shown(f"note: the last {alone} rows shown (--tail)"))
     marked = frozenset() if masking is None or masking.seqs is None else masking.seqs
     if masking is not None:
         _say_masking(masking, call)

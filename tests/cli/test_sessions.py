@@ -246,3 +246,12 @@ def test_fork_refuses_an_empty_id_and_creates_no_file_at_a_mistyped_url(
     typo = tmp_path / "sesions.db"
     missing = run("sessions", "fork", "work", "--to", "b", "--url", f"sqlite:///{typo}")
     assert missing.exit_code == 2 and not typo.exists()
+
+
+def test_a_tail_of_the_active_context_is_its_last_rows(seeded: str) -> None:
+    active = json.loads(run("sessions", "show", "work", "--json", "--url", seeded).stdout)
+    shown = run("sessions", "show", "work", "--json", "--tail", "2", "--url", seeded)
+    assert json.loads(shown.stdout) == active[-2:]
+    assert "note: the last 2 rows shown (--tail)" in shown.output
+    everything = run("sessions", "show", "work", "--json", "--tail", "999", "--url", seeded)
+    assert json.loads(everything.stdout) == active and "note" not in everything.output
