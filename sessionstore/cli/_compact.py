@@ -24,6 +24,7 @@ from ..compaction._manager import CompactionOutcome
 from ..compaction._marker import marker_line
 from ..compaction._prompts import BUILTIN_STRATEGIES, resolve_strategy
 from ..compaction._report import DiffLine, Fate, diff_lines
+from ._bulk import AllOption, IdsArgument, WhereOption, resolve, selection
 from ._common import (
     EXIT_FAILED,
     ConfigOption,
@@ -35,6 +36,7 @@ from ._common import (
     load_settings,
     record_audit,
 )
+from ._progress import progress_bar
 from ._sessions import require_session
 from ._text import shown
 
@@ -42,7 +44,7 @@ _STYLE = {"=": "green", "-": "red"}
 
 
 def compact(
-    session_id: Annotated[str, typer.Argument(help="The session to compact.")],
+    session_ids: IdsArgument = None,
     url: UrlOption = None,
     config: ConfigOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; change nothing.")] = False,
@@ -68,13 +70,26 @@ def compact(
     summarizer_model: Annotated[str | None, typer.Option(help="Model for --base-url.")] = None,
     note: Annotated[str, typer.Option(help="Recorded with the compaction.")] = "cli",
     redact: RedactOption = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Machine-readable output (one object; a list of them when the sessions are "
+            "chosen as a set: several ids, `-`, --all or --where).",
+        ),
+    ] = False,
+    every: AllOption = False,
+    where: WhereOption = None,
 ) -> None:
-    """Compact SESSION now (manual trigger); --dry-run/--diff show kept, summarized, dropped.
+    """Compact sessions now (manual trigger); --dry-run/--diff show kept, summarized, dropped.
 
+    Choose the sessions by id (`-` reads ids from stdin, one per line), --all, or --where
+    CONDITION (SQL over the sessions table, checked as `query` checks SQL). A summarizer
+    that failed for any session makes the exit code 1, after every session was done.
     With --config, the file's policy, summarizer, sinks and exporters apply; options given
     on the command line win.
     """
+    chosen = selection(session_ids, every, where)
     from_file = load_settings(url, config)
     settings = _with_options(
         from_file or SessionStoreConfig(),
@@ -95,39 +110,63 @@ def compact(
         raise typer.BadParameter("pick --dry-run or --write, not both")
     preview = dry_run or (diff and not write)
 
-    async def run() -> tuple[CompactionOutcome, Redactor, bool]:
+    ids = resolve(url, config, chosen, "compacted") if chosen.bulk else list(chosen.ids)
+    outputs: list[dict[str, object]] = []
+
+    def report(outcome: CompactionOutcome, redactor: Redactor) -> None:
+        if as_json:
+            outputs.append(_as_json(outcome, redactor))
+        else:
+            if chosen.bulk:  # which session the lines below are about
+                console.print(shown(f"== {outcome.session_id}", "bold"))
+            _print(outcome, dry_run=preview, diff=diff, redactor=redactor)
+
+    async def run() -> tuple[list[CompactionOutcome], bool]:
         store = (
             SessionStore(url, model=settings.model, read_only=preview, create_tables=False)
             if from_file is None
             else build_store(settings, read_only=preview)
         )
         manager = build_manager(settings, store)
+        outcomes: list[CompactionOutcome] = []
         async with manager.store:
-            await require_session(manager.store, session_id)
-            outcome = await manager.compact(
-                session_id, trigger="manual", note=note, strategy=strategy, dry_run=preview
-            )
+            if not chosen.bulk:
+                await require_session(manager.store, ids[0])
             redactor = manager.store.redactor if redact else Redactor(enabled=False)
             encrypted = manager.store.keyring is not None
+            with progress_bar(quiet=not chosen.bulk) as bar:
+                task = bar.add_task("compacting", total=len(ids))
+                for session_id in ids:
+                    outcome = await manager.compact(
+                        session_id, trigger="manual", note=note, strategy=strategy, dry_run=preview
+                    )
+                    outcomes.append(outcome)
+                    report(outcome, redactor)
+                    bar.advance(task)
         if not redact:
-            await record_audit(url, config, [redaction_disabled_event(session_id)])
-        return outcome, redactor, encrypted
+            await record_audit(url, config, [redaction_disabled_event(i) for i in ids])
+        return outcomes, encrypted
 
-    outcome, redactor, encrypted = asyncio.run(run())
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
+    outcomes, encrypted = asyncio.run(run())
     if as_json:
-        emit_json(_as_json(outcome, redactor))
-    else:
-        _print(outcome, dry_run=preview, diff=diff, redactor=redactor)
-    if outcome.compacted and not preview and not encrypted:
+        emit_json(outputs if chosen.bulk else outputs[0])
+    if any(o.compacted for o in outcomes) and not preview and not encrypted:
         err_console.print(
             shown(
                 "note: archives are stored unencrypted: no key is configured "
                 "(`sessionstore keys generate`; docs/SECURITY.md)"
             )
         )
-    _fail_on_summarizer_error(outcome)
+    failed = False
+    for outcome in outcomes:  # each failure is reported; the exit code says any failed
+        try:
+            _fail_on_summarizer_error(outcome)
+        except typer.Exit:
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _fail_on_summarizer_error(outcome: CompactionOutcome) -> None:

@@ -68,7 +68,7 @@ def test_an_unknown_session_is_reported_and_nothing_is_written(
         (["--window", "0"], "'--window': Input should be greater than or equal to 1"),
         (["--window", "big"], "'--window': Input should be a valid integer"),
         (["--bogus"], "No such option: --bogus"),
-        ([], "Missing argument 'session_id'"),
+        ([], "choose the sessions one way: ids"),
     ],
 )
 def test_bad_options_are_usage_errors(uncompacted: str, args: list[str], problem: str) -> None:
