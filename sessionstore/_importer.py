@@ -37,6 +37,10 @@ from ._store import SessionStore
 
 DEFAULT_SESSIONS_TABLE: Final = "agent_sessions"
 DEFAULT_MESSAGES_TABLE: Final = "agent_messages"
+# AdvancedSQLiteSession's map of which message is on which branch (one per database file);
+# its branches share message rows, so only the rows it places on "main" are the session.
+STRUCTURE_TABLE: Final = "message_structure"
+MAIN_BRANCH: Final = "main"
 IMPORT_KEY: Final = "sessionstore_import"  # the key of the import record in sessions.metadata
 PAGE_ROWS: Final = 500  # source rows read, appended and recorded per step
 MESSAGE_COLUMNS: Final = ("id", "session_id", "message_data", "created_at")
@@ -180,6 +184,7 @@ class SdkSource:
     sessions: sa.TableClause
     messages: sa.TableClause
     order: SourceOrder
+    structure: sa.TableClause | None = None  # AdvancedSQLiteSession's branch map, if any
 
     @property
     def identity(self) -> str:
@@ -212,25 +217,23 @@ class SdkSource:
         m = self.messages
         return sa.or_(m.c.id <= marker.last_message_id, m.c.id.in_(marker.also))
 
+    async def _scope(self, conn: AsyncConnection, session_id: str) -> SessionScope:
+        return await conn.run_sync(session_scope, self.messages, self.structure, session_id)
+
     async def processed_count(self, session_id: str, marker: ImportMarker) -> int:
         """How many of the messages the record covers are still in the source."""
-        m = self.messages
-        query = sa.select(sa.func.count()).where(
-            m.c.session_id == session_id, self._processed(marker)
-        )
         async with self.reading() as conn:
+            scope = await self._scope(conn, session_id)
+            query = scope.select(sa.func.count()).where(self._processed(marker))
             return int((await conn.execute(query)).scalar_one())
 
     async def new_ids(self, session_id: str, marker: ImportMarker) -> list[int]:
         """Ids of the messages the record does not cover, in the SDK's own order."""
-        m = self.messages
-        order = (m.c.id,) if self.order == "id" else (m.c.created_at, m.c.id)
-        query = (
-            sa.select(m.c.id)
-            .where(m.c.session_id == session_id, sa.not_(self._processed(marker)))
-            .order_by(*order)
-        )
         async with self.reading() as conn:
+            scope = await self._scope(conn, session_id)
+            query = scope.ordered(self.messages.c.id, order=self.order).where(
+                sa.not_(self._processed(marker))
+            )
             return [int(message_id) for message_id in (await conn.execute(query)).scalars()]
 
     async def read(
@@ -260,6 +263,61 @@ class SdkSource:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionScope:
+    """The messages that make up one SDK session as the SDK reads it back: every row with
+    its session_id, or (AdvancedSQLiteSession with branches) the rows on the main branch."""
+
+    messages: sa.TableClause
+    session_id: str
+    structure: sa.TableClause | None = None  # set: the main branch's rows, in its order
+
+    def select(self, *columns: Any) -> sa.Select[Any]:
+        """`columns` of the session's messages (unordered)."""
+        m = self.messages
+        query = sa.select(*columns).where(m.c.session_id == self.session_id)
+        if self.structure is None:
+            return query
+        s = self.structure
+        return query.join(s, s.c.message_id == m.c.id).where(
+            s.c.session_id == self.session_id, s.c.branch_id == MAIN_BRANCH
+        )
+
+    def ordered(self, *columns: Any, order: SourceOrder) -> sa.Select[Any]:
+        """`columns` of the session's messages in the order the SDK returns them."""
+        m = self.messages
+        if self.structure is not None:  # AdvancedSQLiteSession reads by sequence_number
+            keys: tuple[Any, ...] = (self.structure.c.sequence_number, m.c.id)
+        else:
+            keys = (m.c.id,) if order == "id" else (m.c.created_at, m.c.id)
+        return self.select(*columns).order_by(*keys)
+
+
+def messages_table_clause(name: str) -> sa.TableClause:
+    """An SDK messages table, the columns read here."""
+    return sa.table(name, *(sa.column(column) for column in MESSAGE_COLUMNS))
+
+
+def structure_table() -> sa.TableClause:
+    """AdvancedSQLiteSession's message_structure, the columns read here."""
+    columns = ("session_id", "message_id", "branch_id", "sequence_number")
+    return sa.table(STRUCTURE_TABLE, *(sa.column(name) for name in columns))
+
+
+def session_scope(
+    conn: Connection, messages: sa.TableClause, structure: sa.TableClause | None, session_id: str
+) -> SessionScope:
+    """The scope of `session_id`: main-branch rows when AdvancedSQLiteSession mapped any of
+    its messages (its reads join the map: unmapped rows are not part of its history)."""
+    if structure is None:
+        return SessionScope(messages, session_id)
+    s = structure
+    mapped = sa.select(s.c.message_id).where(s.c.session_id == session_id).limit(1)
+    if conn.execute(mapped).first() is None:
+        return SessionScope(messages, session_id)
+    return SessionScope(messages, session_id, structure)
+
+
+@dataclass(frozen=True, slots=True)
 class _Page:
     rows: list[SourceRow]
     remaining: Sequence[int]
@@ -285,6 +343,19 @@ def _sqlite_source(path: Path) -> tuple[URL, str]:
     return read_only, f"sqlite:///{path}"
 
 
+def location_of(url: URL) -> str:
+    """A database as reports and import records name it: no driver, no credentials, a
+    SQLite file by its absolute path (the same file reached two ways is one source)."""
+    if url.get_backend_name() == "sqlite":
+        if is_memory_sqlite(url):
+            return "sqlite://"
+        assert url.database is not None
+        return f"sqlite:///{Path(url.database).expanduser().resolve()}"
+    return URL.create(
+        "postgresql", host=url.host, port=url.port, database=url.database
+    ).render_as_string()
+
+
 def source_url(source: str) -> tuple[URL, str]:
     """The URL to read the source with, and its location (no credentials) for messages."""
     if "://" not in source:  # a file path, as handed to SQLiteSession(db_path=...)
@@ -301,13 +372,13 @@ def source_url(source: str) -> tuple[URL, str]:
             )
         assert url.database is not None
         return _sqlite_source(Path(url.database))
-    location = URL.create("postgresql", host=url.host, port=url.port, database=url.database)
-    return url, location.render_as_string()
+    return url, location_of(url)
 
 
 def _check_tables(
     conn: Connection, location: str, sessions_table: str, messages_table: str
-) -> None:
+) -> bool:
+    """Raise unless the SDK's tables are there; whether AdvancedSQLiteSession's branch map is."""
     inspector = sa.inspect(conn)
     tables = set(inspector.get_table_names())
     if not {sessions_table, messages_table} <= tables:
@@ -325,6 +396,7 @@ def _check_tables(
             f"table {messages_table!r} in {location} lacks column(s) {', '.join(missing)}; "
             f"an Agents SDK messages table has {', '.join(MESSAGE_COLUMNS)}"
         )
+    return STRUCTURE_TABLE in tables
 
 
 async def open_source(
@@ -343,7 +415,7 @@ async def open_source(
     engine = create_async_engine(url)
     try:
         async with engine.connect() as conn:
-            await conn.run_sync(_check_tables, location, sessions_table, messages_table)
+            branched = await conn.run_sync(_check_tables, location, sessions_table, messages_table)
     except sa.exc.DBAPIError as exc:
         await engine.dispose()
         raise ImportSourceError(f"cannot read the source {location}: {exc.orig}") from None
@@ -358,8 +430,9 @@ async def open_source(
         location=location,
         engine=engine,
         sessions=sa.table(sessions_table, sa.column("session_id")),
-        messages=sa.table(messages_table, *(sa.column(name) for name in MESSAGE_COLUMNS)),
+        messages=messages_table_clause(messages_table),
         order=order or default,
+        structure=structure_table() if branched else None,
     )
 
 
@@ -399,6 +472,12 @@ class ImportMarker:
             )
         except (KeyError, TypeError, ValueError):  # edited by hand: trust the rows instead
             return None
+
+    @classmethod
+    def complete(cls, source: str, rows: Sequence[SourceRow], target_seq: int) -> ImportMarker:
+        """The record of a session imported whole in one step: `rows` (every message it had,
+        skipped ones included) became seqs 1..`target_seq`."""
+        return cls(source).advanced(_Page(list(rows), ()), target_seq)
 
     def as_json(self) -> dict[str, Any]:
         """The record as stored in sessions.metadata."""
