@@ -21,13 +21,16 @@ from ._retention import retention_app
 from ._schema import schema
 from ._search import search
 from ._sessions import sessions_app
+from ._sessions_bulk import delete as delete_sessions
+from ._sessions_bulk import export as export_sessions
+from ._sessions_bulk import import_export
 from ._usage import usage
 from ._verify import verify
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion
     cls=GuardedGroup,
     **CLI_SETTINGS,
 )
@@ -57,6 +60,10 @@ app.command()(compact)
 app.add_typer(retention_app, name="retention")
 app.add_typer(archive_app, name="archive")
 app.add_typer(keys_app, name="keys")
+# export and delete take one session or many (ids, `-`, --all, --where); import reads an export
+sessions_app.command("export")(export_sessions)
+sessions_app.command("delete")(delete_sessions)
+sessions_app.command("import")(import_export)
 app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)

@@ -40,7 +40,7 @@ from ._common import (
 from ._points import parse_point
 from ._text import json_text, shown
 
-sessions_app = command_group(help="List, show, export and delete sessions.")
+sessions_app = command_group(help="List, show, export, import and delete sessions.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
@@ -397,7 +397,6 @@ def _row_dict(
     }
 
 
-@sessions_app.command()
 def export(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     url: UrlOption = None,
@@ -512,7 +511,6 @@ def fork(
     )
 
 
-@sessions_app.command()
 def delete(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     url: UrlOption = None,
