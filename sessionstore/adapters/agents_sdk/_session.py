@@ -32,6 +32,7 @@ from ... import (
     check_session_id,
     item_list,
 )
+from ..._sdk_first_access import SdkHistory, SdkTables
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
@@ -69,6 +70,9 @@ class SQLSession:
         manager: CompactionManager | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         owns_store: bool = False,
+        import_sdk: bool = True,
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
     ) -> None:
         check_session_id(session_id)
         if BRANCH_SEPARATOR in session_id:
@@ -112,6 +116,13 @@ class SQLSession:
         )
         self._owns_store = owns_store
         self._memo = MemoSlot()  # the pre-flight's digest and hygiene of this session's inputs
+        # The SDK's own tables in the same database: this session's history is imported from
+        # them on first access (docs/MIGRATION.md); import_sdk=False leaves them unread.
+        self._sdk_history: SdkHistory | None = (
+            SdkHistory.of(self.store, SdkTables(sessions_table, messages_table))
+            if import_sdk
+            else None
+        )
         if manager is not None:
             watch_runs(manager)
 
@@ -135,13 +146,30 @@ class SQLSession:
         engine_kwargs: dict[str, Any] | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         create_tables: bool = False,
+        import_sdk: bool = True,
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
         **store_kwargs: Any,
     ) -> SQLSession:
         """Same call shape as the SDK's `SQLAlchemySession.from_url`; owns its own store."""
         store = SessionStore(
             url, create_tables=create_tables, engine_kwargs=engine_kwargs, **store_kwargs
         )
-        return cls(session_id, store, session_settings=session_settings, owns_store=True)
+        return cls(
+            session_id,
+            store,
+            session_settings=session_settings,
+            owns_store=True,
+            import_sdk=import_sdk,
+            sessions_table=sessions_table,
+            messages_table=messages_table,
+        )
+
+    async def _first_access(self) -> None:
+        """Import this session from the SDK's tables in the same database, once (#33)."""
+        if self._sdk_history is not None:
+            await self._sdk_history.ensure(self.session_id)
+            self._sdk_history = None
 
     async def get_items(
         self,
@@ -155,6 +183,7 @@ class SQLSession:
 
         Every method takes the SDK's `wrapper` (the run context), so the Runner hands it
         over; `add_items` reads the run's per-call usage from it."""
+        await self._first_access()
         effective = resolve_session_limit(limit, self.session_settings)
         if branch_id is not None and branch_id != self.branch_id:
             other = branch_session_id(self.session_id, _branch_name(branch_id))
@@ -177,6 +206,7 @@ class SQLSession:
         with the calls the input filter recorded (`store.model_calls`), priced. The
         Runner's current agent is stored as the items' `agent` (user input: none).
         """
+        await self._first_access()
         batch = item_list(items)  # read once: a retry must send the same items
         agent = producing_agent()  # messages.agent: the Runner's current agent, if any
         run = current_run(self.active_session_id, id(self.store))
@@ -250,10 +280,12 @@ class SQLSession:
         self, *, wrapper: RunContextWrapper[Any] | None = None
     ) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded as a tombstone row)."""
+        await self._first_access()
         return await self.store.pop(self.active_session_id)  # type: ignore[return-value]
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Empty the active context (recorded as a clear marker row)."""
+        await self._first_access()
         await self.store.clear(self.active_session_id)
 
     async def get_items_as_of(
@@ -261,17 +293,20 @@ class SQLSession:
     ) -> list[TResponseInputItem]:
         """What `get_items` returned at an earlier point: a seq, a datetime or a
         HistoryPoint (`HistoryPoint.before_turn(3)`, `HistoryPoint.after_version(2)`)."""
+        await self._first_access()
         items = await self.store.load_context(self.active_session_id, limit, as_of=point)
         return items  # type: ignore[return-value]
 
     async def rewind(self, to: HistoryPoint | int | datetime) -> Rewind:
         """Make the context what it was at `to`; the rewound items stay in history."""
+        await self._first_access()
         return await self.store.rewind(self.active_session_id, to)
 
     async def get_conversation_turns(self) -> list[dict[str, Any]]:
         """The user turns of the current branch, shaped like AdvancedSQLiteSession's: turn,
         content (a preview of 100 characters), full_content (as stored; parts as JSON),
         timestamp, can_branch (always True: any turn can start a branch)."""
+        await self._first_access()
         return [
             {
                 "turn": turn.turn,
@@ -339,6 +374,7 @@ class SQLSession:
         """Every branch of this session, "main" first, like AdvancedSQLiteSession's:
         branch_id, message_count (items in its context), user_turns, is_current,
         created_at, plus parent (the branch it was forked from)."""
+        await self._first_access()
         found: list[dict[str, Any]] = []
         pending: list[tuple[str, str, str | None]] = [(MAIN_BRANCH, self.session_id, None)]
         while pending:
@@ -387,11 +423,13 @@ class SQLSession:
 
     async def get_tool_usage(self) -> list[tuple[str, int, int]]:
         """(tool_name, calls, turn) for every tool called, like AdvancedSQLiteSession's."""
+        await self._first_access()
         return await self.store.tool_usage(self.active_session_id)
 
     async def get_session_usage(self) -> dict[str, int] | None:
         """Requests and tokens of the session's recorded model calls, shaped like
         AdvancedSQLiteSession's (captured automatically: no `store_run_usage` to call)."""
+        await self._first_access()
         found = await self.store.usage(session_id=self.active_session_id)
         if not found:
             return None
@@ -411,6 +449,7 @@ class SQLSession:
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """Requests and tokens per user turn (calls whose input the input filter recorded),
         shaped like AdvancedSQLiteSession's; `{}` for a turn without any."""
+        await self._first_access()
         by_turn = await self.store.turn_usage(self.active_session_id)
         rows = [_turn_usage(turn, totals) for turn, totals in sorted(by_turn.items())]
         if user_turn_number is None:
@@ -428,6 +467,7 @@ class SQLSession:
         The Runner calls it after each turn; `force` compacts now, otherwise the
         manager's trigger decides (an O(1) check). Without a manager it does nothing.
         """
+        await self._first_access()
         if self.manager is None:
             return
         if args is not None and args.get("force"):
