@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Final
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .._builders import build_store
@@ -33,10 +32,10 @@ from ._common import (
     UrlOption,
     console,
     emit_json,
-    err_console,
     load_settings,
 )
-from ._text import shown
+from ._progress import progress_bar
+from ._text import shown, visible
 
 _NOTE_PROBLEMS = 2  # problems spelled out per session in the table (--json has them all)
 _NOTE_IDS: Final = 10  # ids of messages an earlier run skipped, named in a note
@@ -87,20 +86,12 @@ def import_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Import Agents SDK sessions (SQLiteSession / SQLAlchemySession tables) into sessionstore."""
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=as_json,
-    )
+    progress = progress_bar(quiet=as_json)  # on a terminal only
     task = progress.add_task("importing", total=None)
 
     def advance(update: ImportProgress) -> None:
         progress.update(
-            task, completed=update.done, total=update.total, description=update.session_id
+            task, completed=update.done, total=update.total, description=visible(update.session_id)
         )
 
     async def run() -> ImportReport:

@@ -8,17 +8,18 @@ shows both with their source, `run` applies both.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Final
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from .._retention import (
     RetentionAction,
     RetentionPolicy,
     RetentionReport,
+    _tx_count,
     delete_policy,
     list_policies,
     run_retention,
@@ -35,6 +36,7 @@ from ._common import (
     load_settings,
     open_store,
 )
+from ._progress import progress_bar
 from ._text import shown
 
 retention_app = command_group(help="Retention: policies, and the job that applies them.")
@@ -52,6 +54,13 @@ async def effective_policies(
     stored = {p.name: p for p in await list_policies(store) if p.name not in from_file}
     both = [(p, "database") for p in stored.values()] + [(p, "config") for p in from_file.values()]
     return sorted(both, key=lambda pair: pair[0].name)
+
+
+async def _rows_due(store: SessionStore, policies: list[RetentionPolicy], at: datetime) -> int:
+    """What the enabled policies would touch now (the progress bar's total; overlapping
+    policies may find less to do when run, and the bar then ends early)."""
+    cutoffs = [(p, at - timedelta(days=p.older_than_days)) for p in policies if p.enabled]
+    return sum([await store.read_snapshot(_tx_count, p, cutoff) for p, cutoff in cutoffs])
 
 
 # A century is plenty; past ~739,000 days the cutoff (now - days) is before year 1 and every
@@ -75,20 +84,20 @@ def run(
     async def go() -> RetentionReport:
         async with open_store(url, config, read_only=dry_run) as store:
             policies = [policy for policy, _ in await effective_policies(store, url, config)]
-            with Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                console=console,
-                disable=as_json,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("retention", total=None)
+            with progress_bar(quiet=as_json) as bar:
+                at = datetime.now(UTC)
+                # On a terminal, a real run counts first: the bar's total is the rows due.
+                due = None if bar.disable or dry_run else await _rows_due(store, policies, at)
+                task = bar.add_task("retention", total=due)
+                done: dict[str, int] = {}
 
-                def progress(name: str, done: int) -> None:
-                    bar.update(task, description=f"{name}: {done:,} rows")
+                def progress(name: str, rows: int) -> None:
+                    done[name] = rows
+                    bar.update(task, completed=sum(done.values()), description=name)
 
                 return await run_retention(
                     store,
+                    now=at,
                     dry_run=dry_run,
                     batch_size=batch_size,
                     policies=policies,
