@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import BranchError, HistoryPoint, HistoryPointError, SessionStore
@@ -176,6 +176,16 @@ class _Lineage:
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(ops=st.lists(_op, max_size=14))
+@example(  # a branch's rewind into the shared range restores its parent's summary
+    ops=[
+        ("append", [{"role": "assistant", "content": ""}, {"role": "user", "content": ""}]),
+        ("compact", None),
+        ("rewind", 0.0),
+        ("append", [{"role": "user", "content": ""}]),
+        ("fork", 1.0),
+        ("rewind", 0.5),
+    ]
+)
 async def test_as_of_equals_what_each_load_returned(db_url: str, ops: list[Any]) -> None:
     """After any sequence of append/pop/clear/compact/rewind/fork (a fork switches the
     sequence to the new branch), `as_of` every seq of every session returns what a load

@@ -66,6 +66,22 @@ def assert_at_most_one_summary(context: Sequence[Item], compaction_count: int) -
         assert version <= compaction_count, (version, compaction_count)
 
 
+async def _ancestor_version(store: SessionStore, session_id: str | None, upto: int) -> int:
+    """The highest summary version in the rows a branch shares: its ancestors' histories up
+    to the fork (0 for a root session)."""
+    if session_id is None:
+        return 0
+    info = await store.session_info(session_id)
+    assert info is not None, f"the parent {session_id!r} is gone"
+    versions = [
+        _version(text_of(row.item))
+        for row in await store.history(session_id)
+        if row.seq <= upto and row.item is not None and text_of(row.item).startswith(SUMMARY_MARK)
+    ]
+    above = await _ancestor_version(store, info.parent_session_id, info.fork_seq or 0)
+    return max([above, *versions])
+
+
 def _version(summary: str) -> int:
     """The N of a `<COMPACT-SUMMARY vN>` marker."""
     return int(summary[len(SUMMARY_MARK) :].split(">", 1)[0])
@@ -254,13 +270,10 @@ async def assert_session_invariants(
         store, session_id, history, first=first, inherited=inherited
     )
     assert info.compaction_count == checked, f"{session_id}: compaction_count drifted"
-    # A branch counts its own compactions; a summary it inherited carries its parent's number.
-    inherited_versions = [
-        _version(text_of(row.item))
-        for row in inherited
-        if row.item is not None and text_of(row.item).startswith(SUMMARY_MARK)
-    ]
-    assert_at_most_one_summary(context, info.compaction_count + max(inherited_versions, default=0))
+    # A branch counts its own compactions; a summary it shares (or a rewind restored from the
+    # shared range) carries the number an ancestor gave it.
+    ancestors = await _ancestor_version(store, info.parent_session_id, first - 1)
+    assert_at_most_one_summary(context, info.compaction_count + ancestors)
     if loaded is not None:
         assert list(loaded) == context, f"{session_id}: the SDK session sees another context"
     return context
