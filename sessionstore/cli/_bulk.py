@@ -69,7 +69,11 @@ def selection(
 ) -> Selection:
     """The choice made on the command line, or a usage error (exit 2) when it is none or
     more than one of ids, --all and --where."""
-    given = [name for name, on in (("ids", bool(ids)), ("--all", every), ("--where", where)) if on]
+    given = [
+        name
+        for name, on in (("ids", bool(ids)), ("--all", every), ("--where", where is not None))
+        if on
+    ]
     if len(given) != 1:
         raise typer.BadParameter(
             "choose the sessions one way: ids (`-` reads them from stdin), --all or --where"
