@@ -54,15 +54,46 @@ def _sections(stdout: str) -> dict[str, list[str]]:
     return sections
 
 
+def _model_env(server: OpenAIServer) -> dict[str, str]:
+    """What a reader with a key exports, pointed at the OpenAI-compatible test server."""
+    return {
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+
+
+def _remembering(body: Mapping[str, Any]) -> str:
+    """The model: says the name when asked for it and it is in the input."""
+    said = json.dumps(body.get("input", ""))
+    return "You are Ada." if "What's my name" in said and "I'm Ada" in said else "Hi Ada!"
+
+
 def test_quickstart_remembers_across_turns(tmp_path: Path) -> None:
-    first = _run("quickstart.py", tmp_path)
+    with OpenAIServer(default=_remembering) as server:
+        first = _run("quickstart.py", tmp_path, env=_model_env(server))
+        second = _run("quickstart.py", tmp_path, env=_model_env(server))  # the same file again
     assert first.returncode == 0, first.stderr
-    lines = first.stdout.strip().splitlines()
-    assert lines[0] == "You are Ada."
-    assert lines[1].startswith("4 items,") and lines[1].endswith("tokens")
-    second = _run("quickstart.py", tmp_path)  # same database file, started fresh
-    assert second.stdout == first.stdout
-    assert (tmp_path / "sessionstore.db").exists()
+    answer, tokens, unit = first.stdout.strip().rsplit(" ", 2)
+    assert answer == "You are Ada." and int(tokens) > 0 and unit == "tokens"
+    assert second.returncode == 0 and second.stdout.startswith("You are Ada.")
+    assert int(second.stdout.split()[-2]) > int(tokens)  # the second run's turns came on top
+
+
+def test_quickstart_without_a_key_says_so_and_stores_nothing(tmp_path: Path) -> None:
+    result = _run("quickstart.py", tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "quickstart: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible "
+        "server); `sessionstore demo` shows the store at work without a key"
+    ]
+    assert list(tmp_path.iterdir()) == []  # no database, so no half-stored turn
+
+
+def test_the_readme_quick_start_is_the_example_line_for_line() -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    block = readme.split("## Quick start with the Agents SDK\n\n```python\n", 1)[1]
+    assert block.split("```\n", 1)[0] == (EXAMPLES / "quickstart.py").read_text()
 
 
 def test_minimal_compaction_example_compacts(tmp_path: Path) -> None:
@@ -308,9 +339,11 @@ def test_chat_loop_says_what_it_needs_without_a_key(tmp_path: Path) -> None:
 def test_the_examples_share_the_default_database_and_run_again(tmp_path: Path) -> None:
     """The README's path: examples, then the CLI, all on ./sessionstore.db, any number of times."""
     scripts = ("quickstart.py", "agents_sdk_minimal.py", "long_research.py", "sql_queries.py")
-    for script in (*scripts, "agents_sdk_minimal.py", "long_research.py"):  # and again
-        result = _run(script, tmp_path)
-        assert result.returncode == 0, f"{script}: {result.stderr}"
+    with OpenAIServer(default=_remembering) as server:  # the quick start needs a model
+        for script in (*scripts, "agents_sdk_minimal.py", "long_research.py"):  # and again
+            env = _model_env(server) if script == "quickstart.py" else None
+            result = _run(script, tmp_path, env=env)
+            assert result.returncode == 0, f"{script}: {result.stderr}"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["sessionstore.db"]
     listed = run_process("sessions", "list", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
