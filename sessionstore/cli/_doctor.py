@@ -19,6 +19,7 @@ from .._database import open_database, resolve_url
 from .._errors import ConfigError, DatabaseNotFoundError, SessionStoreError
 from .._key_rotation import key_usage
 from .._migrations import current_revision, head_revision, known_revisions
+from .._sdk_first_access import SdkTablesStatus, sdk_tables_status
 from .._store import SessionStore
 from .._tokens import estimator_for_model
 from ._common import EXIT_FAILED, ConfigOption, UrlOption, console, emit_json, load_settings
@@ -47,6 +48,7 @@ async def _database(url: str | None) -> list[Check]:
     try:
         current = await current_revision(database)
         checks = [Check("database", True, "reachable"), _migrations(current)]
+        checks.append(_sdk_tables(await database.read(sdk_tables_status)))
         if current == head_revision():
             ok, detail = describe_leases(await database.read(lease_rows))
             checks.append(Check("compaction leases", ok, detail))
@@ -70,6 +72,26 @@ def _migrations(current: str | None) -> Check:
     return Check(
         "migrations", False, f"at {current or 'nothing'}, needs {head}: run `sessionstore migrate`"
     )
+
+
+def _sdk_tables(found: list[SdkTablesStatus]) -> Check:
+    """The Agents SDK's own tables in this database, and the sessions only they hold."""
+    if not found:
+        return Check("agents sdk tables", True, "none")
+    parts = []
+    for status in found:
+        names = f"{status.tables.sessions_table}/{status.tables.messages_table}"
+        parts.append(
+            f"{names}: {status.sessions} session(s), {status.only_there} still only there "
+            f"({status.messages_only_there} message(s))"
+        )
+    pending = sum(status.only_there for status in found)
+    hint = (
+        "; SQLSession imports each on first access, `sessionstore import` all at once"
+        if pending
+        else "; every session is imported (docs/MIGRATION.md: dropping them)"
+    )
+    return Check("agents sdk tables", True, "; ".join(parts) + hint)
 
 
 def _tokenizer(model: str) -> Check:
