@@ -36,6 +36,7 @@ from ..._sdk_first_access import SdkHistory, SdkTables
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
+from ._sdk_surface import SDKSurface
 from ._tracking import current_run, track_load, track_save, written
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ...compaction import CompactionManager
 
 
-class SQLSession:
+class SQLSession(SDKSurface):
     """One conversation's memory, stored as append-only rows.
 
     Many SQLSession objects can share one SessionStore (one connection pool per
@@ -302,34 +303,6 @@ class SQLSession:
         await self._first_access()
         return await self.store.rewind(self.active_session_id, to)
 
-    async def get_conversation_turns(self) -> list[dict[str, Any]]:
-        """The user turns of the current branch, shaped like AdvancedSQLiteSession's: turn,
-        content (a preview of 100 characters), full_content (as stored; parts as JSON),
-        timestamp, can_branch (always True: any turn can start a branch)."""
-        await self._first_access()
-        return [
-            {
-                "turn": turn.turn,
-                "content": _preview(turn.user_text or ""),
-                "full_content": turn.user_text,
-                "timestamp": turn.started_at.isoformat(),
-                "can_branch": True,
-            }
-            for turn in await self.store.user_turns(self.active_session_id)
-        ]
-
-    async def find_turns_by_content(self, search_term: str) -> list[dict[str, Any]]:
-        """The user turns whose text contains `search_term` (case-insensitive), shaped like
-        `get_conversation_turns`."""
-        if not isinstance(search_term, str):
-            raise TypeError(f"search_term must be a str, got a {type(search_term).__name__}")
-        term = search_term.casefold()
-        return [
-            turn
-            for turn in await self.get_conversation_turns()
-            if term in (turn["full_content"] or "").casefold()
-        ]
-
     async def create_branch_from_turn(
         self, turn_number: int, branch_name: str | None = None
     ) -> str:
@@ -421,41 +394,6 @@ class SQLSession:
             self.branch_id = MAIN_BRANCH
         await self.store.delete_session(branch_session_id(self.session_id, branch_id))
 
-    async def get_tool_usage(self) -> list[tuple[str, int, int]]:
-        """(tool_name, calls, turn) for every tool called, like AdvancedSQLiteSession's."""
-        await self._first_access()
-        return await self.store.tool_usage(self.active_session_id)
-
-    async def get_session_usage(self) -> dict[str, int] | None:
-        """Requests and tokens of the session's recorded model calls, shaped like
-        AdvancedSQLiteSession's (captured automatically: no `store_run_usage` to call)."""
-        await self._first_access()
-        found = await self.store.usage(session_id=self.active_session_id)
-        if not found:
-            return None
-        [row] = found
-        total = int(row["input_tokens"]) + int(row["output_tokens"])
-        turns = len(await self.store.turn_usage(self.active_session_id))
-        return {
-            "requests": int(row["calls"]),
-            "input_tokens": int(row["input_tokens"]),
-            "output_tokens": int(row["output_tokens"]),
-            "total_tokens": total,
-            "total_turns": turns,
-        }
-
-    async def get_turn_usage(
-        self, user_turn_number: int | None = None
-    ) -> list[dict[str, Any]] | dict[str, Any]:
-        """Requests and tokens per user turn (calls whose input the input filter recorded),
-        shaped like AdvancedSQLiteSession's; `{}` for a turn without any."""
-        await self._first_access()
-        by_turn = await self.store.turn_usage(self.active_session_id)
-        rows = [_turn_usage(turn, totals) for turn, totals in sorted(by_turn.items())]
-        if user_turn_number is None:
-            return rows
-        return next((row for row in rows if row["user_turn_number"] == user_turn_number), {})
-
     async def run_compaction(
         self,
         args: OpenAIResponsesCompactionArgs | None = None,
@@ -497,22 +435,6 @@ def _branch_name(name: object) -> str:
 def branch_session_id(session_id: str, branch_id: str) -> str:
     """The store session that holds `branch_id` of SDK session `session_id`."""
     return session_id if branch_id == MAIN_BRANCH else f"{session_id}{BRANCH_SEPARATOR}{branch_id}"
-
-
-def _turn_usage(turn: int, totals: dict[str, int]) -> dict[str, Any]:
-    return {
-        "user_turn_number": turn,
-        "requests": totals["requests"],
-        "input_tokens": totals["input_tokens"],
-        "output_tokens": totals["output_tokens"],
-        "total_tokens": totals["input_tokens"] + totals["output_tokens"],
-        "input_tokens_details": {"cached_tokens": totals["cached_tokens"]},
-        "output_tokens_details": {"reasoning_tokens": totals["reasoning_tokens"]},
-    }
-
-
-def _preview(text: str, length: int = 100) -> str:
-    return text if len(text) <= length else text[:length] + "..."
 
 
 def _own_store(
