@@ -22,7 +22,7 @@ from tests.support.histories import coding_session
 
 # JSON values as a store keeps them: unicode (no NUL, no lone surrogates), big integers,
 # finite floats, nesting.
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"))
 _SCALARS = (
     st.none()
     | st.booleans()
