@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -31,6 +33,8 @@ from sqlalchemy.pool import StaticPool
 
 from ._append_only import register as register_maintenance
 from ._call_record import CallRecord, pg_record_call, sqlite_record_call
+from ._citus import APPEND_SQL as CITUS_APPEND_SQL
+from ._citus import lineage_rows as citus_lineage_rows
 from ._driver_errors import is_connection_lost, translate
 from ._errors import (
     DatabaseNotFoundError,
@@ -55,6 +59,7 @@ from ._idle_indexing import IdleIndexer
 from ._known_totals import KNOWN_SESSIONS, KnownTotals
 from ._loops import PerLoop
 from ._payload_sealing import SessionKeys
+from ._pg_url import asyncpg_dsn, pooler_mode, unique_statement_name, without_pooler
 from ._rows import Batch
 from ._search_index import index_pending
 from ._sqlite_wal import enter_wal
@@ -62,6 +67,8 @@ from ._writer_thread import WriterThread
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
+# Pauses between an append's retries during a failover window (`failover_retry_s`).
+_FAILOVER_PAUSE_S: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
 URL_ENV: Final = "SESSIONSTORE_URL"
 # Execution option naming how a SQLite transaction begins: "IMMEDIATE" takes the
 # write lock up front (no read->write upgrade deadlocks), "DEFERRED" is a plain
@@ -543,11 +550,16 @@ class _PostgresLoopState:
         dsn: str,
         timeout_s: float,
         server_settings: Mapping[str, str],
+        pooled: bool = False,
     ):
         self.engine = make_engine()
         self._server_settings = dict(server_settings)
-        # Single statements need no BEGIN/COMMIT round trips.
-        self.autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Single statements need no BEGIN/COMMIT round trips; behind a transaction pooler
+        # every statement runs in a transaction (PostgresDatabase explains why).
+        self.autocommit = (
+            self.engine if pooled else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+        self._pooled = pooled
         self._dsn = dsn
         self._timeout_s = timeout_s
         self._pool: asyncpg.Pool | None = None
@@ -566,6 +578,9 @@ class _PostgresLoopState:
                     timeout=self._timeout_s,
                     command_timeout=self._timeout_s,
                     server_settings=self._server_settings,
+                    # Behind a transaction pooler a statement prepared on one server
+                    # connection is unknown on the next: unnamed statements only.
+                    statement_cache_size=0 if self._pooled else 100,
                 )
             return self._pool
 
@@ -595,9 +610,28 @@ class PostgresDatabase:
     as the round trip itself) and runs one statement on a plain asyncpg pool.
     Pools and engines are kept per event loop (`PerLoop`), so one store serves
     every thread and loop of an application.
+
+    Behind PgBouncer in transaction mode (`?pgbouncer=transaction` in the URL) consecutive
+    transactions of one client connection run on different server connections, and a
+    message outside a transaction may too: nothing may rely on a prepared statement or a
+    session setting outliving its transaction. So SQLAlchemy prepares each statement under
+    a unique name and caches none, asyncpg caches none (unnamed statements), every hot-path
+    statement and every read runs inside BEGIN/COMMIT (an unnamed statement's Parse and
+    its Bind then reach the same server connection), and a read-only store asks for READ
+    ONLY transactions instead of a startup setting PgBouncer would refuse. The store's
+    advisory locks and settings are transaction-level already (pg_advisory_xact_lock,
+    set_config(..., true), SET LOCAL).
+
+    `failover_retry_s` > 0: an append that fails because no writable primary answered or
+    the connection broke is retried with the batch (and its idempotency token) unchanged,
+    with short pauses, for up to that many seconds: a retry of a batch that did commit
+    finds its token stored and returns its seqs, so it is stored exactly once.
     """
 
     dialect = "postgresql"
+    # Set when the schema check finds the tables distributed by Citus (_citus.py): appends
+    # and a branch's lineage then take paths that Citus routes to one worker.
+    citus = False
 
     def __init__(
         self,
@@ -606,16 +640,24 @@ class PostgresDatabase:
         engine: AsyncEngine | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         read_only: bool = False,
+        failover_retry_s: float = 0.0,
         **kwargs: Any,
     ) -> None:
         self.url = url
         self.read_only = read_only
-        # Read-only is the server's rule, not only ours: every transaction is READ ONLY.
-        settings = {"default_transaction_read_only": "on"} if read_only else {}
+        if not failover_retry_s >= 0:
+            raise ValueError(f"failover_retry_s must be >= 0 seconds, got {failover_retry_s!r}")
+        self.failover_retry_s = float(failover_retry_s)
+        self.pooler = pooler_mode(url)
+        self._pooled = self.pooler == "transaction"
+        # Read-only is the server's rule, not only ours: every transaction is READ ONLY
+        # (a startup setting; behind a transaction pooler, BEGIN READ ONLY each time).
+        settings = {"default_transaction_read_only": "on"} if read_only and not self._pooled else {}
         self._where = url.render_as_string(hide_password=True)
         self._user_engine = engine
         self._timeout_s = timeout_s
-        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        dsn = asyncpg_dsn(url)  # every host of a multi-host URL, as SQLAlchemy reads it
+        url = without_pooler(url)
         if engine is not None:
             source = engine.sync_engine.pool  # the user's pool settings and connect arguments
 
@@ -626,6 +668,10 @@ class PostgresDatabase:
             kwargs.setdefault("pool_timeout", timeout_s)
             connect_args = kwargs.setdefault("connect_args", {})
             connect_args.setdefault("command_timeout", timeout_s)
+            if self._pooled:
+                connect_args.setdefault("prepared_statement_cache_size", 0)
+                connect_args.setdefault("prepared_statement_name_func", unique_statement_name)
+                connect_args.setdefault("statement_cache_size", 0)
             if settings:
                 connect_args["server_settings"] = {
                     **connect_args.get("server_settings", {}),
@@ -642,7 +688,7 @@ class PostgresDatabase:
         # decided from it is one round trip while nobody else changed the session.
         self._totals = KnownTotals()
         self._loops: PerLoop[_PostgresLoopState] = PerLoop(
-            lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings),
+            lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings, self._pooled),
             _PostgresLoopState.close,
             _PostgresLoopState.abandon,
         )
@@ -672,6 +718,8 @@ class PostgresDatabase:
         """One transaction; a connection that saw an error is discarded, never pooled again."""
         try:
             conn = await engine.connect()
+            if self._pooled and self.read_only:  # no startup setting through the pooler
+                await conn.execution_options(postgresql_readonly=True)
         except Exception as error:
             raise self._translate(error, writing, may_have_committed=False) from None
         committing = False
@@ -711,7 +759,11 @@ class PostgresDatabase:
             except Exception as error:
                 raise self._translate(error, writing, may_have_committed=False) from None
             try:
-                rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                if self._pooled:  # the Parse and the Bind must reach one server connection
+                    async with conn.transaction(readonly=self.read_only):
+                        rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                    return rows
+                rows = await conn.fetch(sql, *args)
                 return rows
             except Exception as error:
                 if is_connection_lost(error):
@@ -733,11 +785,28 @@ class PostgresDatabase:
         """Append against the session state this store last saw (one round trip when it
         is still current); when another writer moved the session, read it and retry."""
         check_writable(self.read_only, self._where)
+        if self.failover_retry_s <= 0:
+            return await self._append_once(batch, keys)
+        deadline = time.monotonic() + self.failover_retry_s
+        for pause in itertools.chain(_FAILOVER_PAUSE_S, itertools.repeat(_FAILOVER_PAUSE_S[-1])):
+            try:
+                return await self._append_once(batch, keys)
+            except StoreUnavailableError:
+                # The same batch, token included, again: a copy that did commit is found
+                # by its token (DuplicateAppendError) and stored nothing twice.
+                self._sessions.pop(batch.session_id, None)  # re-read on whichever primary
+                if time.monotonic() + pause > deadline:
+                    raise
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable: the pauses never end")  # pragma: no cover
+
+    async def _append_once(self, batch: Batch, keys: SessionKeys) -> list[int]:
         sid = batch.session_id
         for _attempt in range(_APPEND_ATTEMPTS):
             state = self._sessions.pop(sid, None) or await self._session_state(sid)
             args, chained = pg_append_args(batch, state, keys)
-            rows = await self.fetch_statement(PG_APPEND_SQL, *args, writing=True)
+            sql = CITUS_APPEND_SQL if self.citus else PG_APPEND_SQL
+            rows = await self.fetch_statement(sql, *args, writing=True)
             if rows:
                 seqs = sorted(row[0] for row in rows)
                 if len(self._sessions) >= KNOWN_SESSIONS:
@@ -771,6 +840,8 @@ class PostgresDatabase:
         return dict(rows[0])
 
     async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
+        if lineage and self.citus:
+            return await citus_lineage_rows(self.fetch_statement, session_id)
         return await self.fetch_statement(PG_LINEAGE_SQL if lineage else PG_ACTIVE_SQL, session_id)
 
     def _translate(
@@ -801,12 +872,14 @@ def open_database(
     sqlite_busy_timeout_ms: int = 5000,
     sqlite_synchronous: str = "FULL",
     read_only: bool = False,
+    failover_retry_s: float = 0.0,
     **engine_kwargs: Any,
 ) -> SQLiteDatabase | PostgresDatabase:
     """The runner for `url`'s backend (the URL must come from `resolve_url`).
 
     `engine`, a user's AsyncEngine on the same URL, is what `async_engine()` hands
-    back; the store's own work runs on connections of its own.
+    back; the store's own work runs on connections of its own. `failover_retry_s`
+    (PostgreSQL) retries appends through a primary failover (see `PostgresDatabase`).
     """
     if url.get_backend_name() == "sqlite":
         return SQLiteDatabase(
@@ -819,7 +892,12 @@ def open_database(
             **engine_kwargs,
         )
     return PostgresDatabase(
-        url, engine=engine, timeout_s=timeout_s, read_only=read_only, **engine_kwargs
+        url,
+        engine=engine,
+        timeout_s=timeout_s,
+        read_only=read_only,
+        failover_retry_s=failover_retry_s,
+        **engine_kwargs,
     )
 
 

@@ -16,7 +16,13 @@ from typing import Final
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
-from ._errors import DuplicateAppendError, SessionStoreError, StoreError, StoreUnavailableError
+from ._errors import (
+    DuplicateAppendError,
+    SessionStoreError,
+    StoreError,
+    StoreUnavailableError,
+    UnavailableReason,
+)
 from ._redaction import default_redactor
 
 _TOKEN_INDEX: Final = ("ux_messages_append_token", "messages.append_token")
@@ -28,6 +34,12 @@ _LOST: Final = (
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,
 )
+# No host answered as a writable primary: every host a `target_session_attrs=read-write` URL
+# lists is a standby (asyncpg checks at connect), or the server refused a write as read-only
+# (a primary demoted under a live connection, a URL naming a standby). Refused before any
+# row was written: the outcome is known. SQLSTATE 25006 is read_only_sql_transaction.
+_NOT_PRIMARY: Final = (asyncpg.exceptions.TargetServerAttributeNotMatched,)
+_READ_ONLY_SQLSTATE: Final = "25006"
 # SQLite's words for a file that cannot be reached (a missing directory, a dead disk).
 _SQLITE_LOST: Final = ("unable to open database file", "disk I/O error")
 
@@ -51,6 +63,14 @@ def is_connection_lost(error: BaseException) -> bool:
     return isinstance(inner, _LOST)
 
 
+def is_not_primary(error: BaseException) -> bool:
+    """The server that answered cannot take writes (a standby): see `_NOT_PRIMARY`."""
+    inner = driver_error(error)
+    if isinstance(inner, _NOT_PRIMARY):
+        return True
+    return getattr(inner, "sqlstate", None) == _READ_ONLY_SQLSTATE
+
+
 def is_database_error(error: BaseException) -> bool:
     """Raised by the database or its driver (what `translate` rewrites); never one of ours
     (a StoreTimeoutError is a TimeoutError, and must not pass for a lost connection)."""
@@ -70,6 +90,15 @@ def translate(
     if not is_database_error(error):
         return error
     kind = type(driver_error(error)).__name__
+    if is_not_primary(error):
+        return StoreUnavailableError(
+            f"no writable primary reachable at {where}: the server that answered is a "
+            "read-only standby (a failover in progress, or a URL that names only standbys; "
+            "list every node with target_session_attrs=read-write). Nothing was written; "
+            "retrying is safe.",
+            outcome_known=True,
+            reason=UnavailableReason.NO_WRITABLE_PRIMARY,
+        )
     if is_connection_lost(error):
         known = not (writing and may_have_committed)
         outcome = (
@@ -82,8 +111,15 @@ def translate(
         # Refused: nothing listens there (a typo in the URL, a server that is down), which
         # "became unavailable" would misreport as a connection that was lost.
         what = "cannot be reached" if lost == "connection refused" else "became unavailable"
+        reason = (
+            UnavailableReason.UNREACHABLE
+            if lost in ("connection refused", "timed out") and not may_have_committed
+            else UnavailableReason.CONNECTION_LOST
+        )
         return StoreUnavailableError(
-            f"the database at {where} {what} ({lost}). {outcome}", outcome_known=known
+            f"the database at {where} {what} ({lost}). {outcome}",
+            outcome_known=known,
+            reason=reason,
         )
     text = str(driver_error(error)).strip().splitlines()[0] if str(driver_error(error)) else ""
     if any(name in text for name in _TOKEN_INDEX):

@@ -130,18 +130,37 @@ class StoreError(SessionStoreError):
     """
 
 
+class UnavailableReason(StrEnum):
+    """Why the database was unavailable (`StoreUnavailableError.reason`)."""
+
+    UNREACHABLE = "unreachable"  # nothing answered (refused, timed out)
+    CONNECTION_LOST = "connection_lost"  # a connection broke or the server ended it
+    # Every host answered, none as a writable primary: a failover in progress (a standby,
+    # asyncpg's TargetServerAttributeNotMatched, a read-only transaction refusing a write).
+    NO_WRITABLE_PRIMARY = "no_writable_primary"
+
+
 class StoreUnavailableError(StoreError, ConnectionError):
     """The database could not be reached, or the connection broke during an operation.
 
     `outcome_known` says whether a write is known not to have happened (True: nothing
     was written, retrying is safe) or may have committed (False). `token` is the append
     batch's idempotency token: `append(..., token=error.token)` stores it at most once.
+    `reason` (an `UnavailableReason`) says which kind of unavailability it was.
     """
 
-    def __init__(self, message: str, *, outcome_known: bool, token: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        outcome_known: bool,
+        token: str | None = None,
+        reason: UnavailableReason = UnavailableReason.CONNECTION_LOST,
+    ):
         super().__init__(message)
         self.outcome_known = outcome_known
         self.token = token
+        self.reason = reason
 
 
 class DuplicateAppendError(StoreError):

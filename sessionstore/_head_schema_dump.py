@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection, make_url
 from ._database import open_database, resolve_url
 from ._head_schema import SEPARATOR, HeadSchema, head_sql_path, migrations_digest, render
 from ._migrations import chain_head_revision, run_chain, script_location, upgrade_through_chain
+from ._pg_url import asyncpg_dsn
 
 _SQLITE_ORDER: Final = ("table", "index", "view", "trigger")
 _DATA_STATEMENTS: Final = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE"})
@@ -94,7 +95,7 @@ async def sqlite_head(folder: Path) -> list[str]:
 
 
 def _dsn(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return asyncpg_dsn(make_url(url))  # every host of a multi-host URL
 
 
 @contextmanager

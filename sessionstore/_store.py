@@ -501,6 +501,7 @@ class SessionStore:
         read_only: bool = False,
         verify_on_load: bool = False,
         prices: Mapping[str, Price] | None = None,
+        failover_retry_s: float = 0.0,
     ) -> None:
         """Open a store; nothing touches the database until the first call.
 
@@ -528,6 +529,9 @@ class SessionStore:
         `verify_history` for the whole history).
         `prices` (model name -> Price, USD per 1M tokens) add to or replace the default
         price table that prices recorded model calls.
+        `failover_retry_s` (PostgreSQL; off by default) retries an append that found no
+        writable primary or lost its connection, with the same idempotency token (stored
+        exactly once), for up to that many seconds: a primary failover's write outage.
         """
         if engine is not None and url is not None:
             raise TypeError("pass a url or an engine, not both")
@@ -548,6 +552,7 @@ class SessionStore:
             sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
             sqlite_synchronous=sqlite_synchronous,
             read_only=read_only,
+            failover_retry_s=failover_retry_s,
             **dict(engine_kwargs or {}),
         )
         self.dialect = self.database.dialect
