@@ -20,6 +20,7 @@ from ._query import query
 from ._retention import retention_app
 from ._schema import schema
 from ._search import search
+from ._serve import serve
 from ._sessions import sessions_app
 from ._sessions_bulk import delete as delete_sessions
 from ._sessions_bulk import export as export_sessions
@@ -73,6 +74,7 @@ app.command()(schema)
 app.command()(doctor)
 app.command()(verify)
 app.command(name="import")(import_sessions)
+app.command()(serve)
 
 compactctl_app = typer.Typer(
     help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",

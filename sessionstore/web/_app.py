@@ -1,0 +1,205 @@
+"""The Starlette application: routes, templates and assets, all read-only.
+
+Every response goes through `Guard` (methods, token, headers); every template value
+through `finalize` (redacted, then made inert; autoescape escapes it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from sessionstore import Redactor, SessionStore
+
+from . import _pages as pages
+from ._security import Guard
+from ._text import inert
+
+_HERE: Final = Path(str(files("sessionstore.web")))
+LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def _environment(redactor: Redactor) -> jinja2.Environment:
+    def finalize(value: Any) -> Any:
+        if isinstance(value, Markup):  # the templates' own HTML (macros), never stored text
+            return value
+        if isinstance(value, str):
+            return inert(redactor.text(value))
+        if value is None:
+            return ""
+        return value
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,  # every template, whatever its name
+        finalize=finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+    def when(moment: datetime | None) -> str:
+        return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+    def usd(value: float | None) -> str:
+        return "" if value is None else f"${value:,.4f}"
+
+    def qs(**params: Any) -> str:
+        return urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+
+    def pretty(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+    environment.filters["when"] = when
+    environment.filters["pretty"] = pretty
+    environment.filters["usd"] = usd
+    environment.globals["qs"] = qs
+    return environment
+
+
+class Viewer:
+    """What every handler needs: the store, the redactor and the templates."""
+
+    def __init__(self, store: SessionStore, redact: bool) -> None:
+        self.store = store
+        self.redact = redact
+        self.redactor = store.redactor if redact else Redactor(enabled=False)
+        self.templates = _environment(self.redactor)
+
+    def render(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        template = self.templates.get_template(name)
+        html = template.render(redacted=self.redact, **context)
+        return HTMLResponse(html, status_code=status)
+
+
+Handler = Callable[[Request, Viewer], Awaitable[Response]]
+
+
+def _route(path: str, handler: Handler, viewer: Viewer) -> Route:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request, viewer)
+        except pages.NotFound as error:
+            return viewer.render(
+                "error.html", 404, title="not found", message=f"not found: {error}"
+            )
+        except pages.BadRequest as error:
+            return viewer.render("error.html", 400, title="bad request", message=str(error))
+
+    return Route(path, endpoint, methods=["GET", "HEAD"])
+
+
+def _session_id(request: Request) -> str:
+    session_id = request.query_params.get("id")
+    if not session_id:
+        raise pages.BadRequest("which session? (?id=...)")
+    return session_id
+
+
+async def sessions(request: Request, viewer: Viewer) -> Response:
+    p = request.query_params
+    page = await pages.session_list(
+        viewer.store, p.get("q", ""), p.get("sort", "updated"), p.get("dir", "desc"), p.get("after")
+    )
+    return viewer.render("sessions.html", page=page, title="sessions")
+
+
+async def session(request: Request, viewer: Viewer) -> Response:
+    p = request.query_params
+    session_id = _session_id(request)
+    page = await pages.timeline(
+        viewer.store,
+        session_id,
+        viewer.redactor,
+        before=pages._int(p.get("before"), "before"),
+        around=pages._int(p.get("around"), "around"),
+    )
+    return viewer.render(
+        "session.html", page=page, title=session_id, highlight=pages._int(p.get("around"), "around")
+    )
+
+
+async def tokens(request: Request, viewer: Viewer) -> Response:
+    session_id = _session_id(request)
+    data = await pages.tokens_page(viewer.store, session_id)
+    return viewer.render("tokens.html", title=f"tokens of {session_id}", **data)
+
+
+async def compaction(request: Request, viewer: Viewer) -> Response:
+    session_id = _session_id(request)
+    number = pages._int(request.query_params.get("c"), "c")
+    if number is None:
+        raise pages.BadRequest("which compaction? (&c=ID)")
+    data = await pages.compaction_page(viewer.store, session_id, number, viewer.redactor)
+    return viewer.render("compaction.html", title=f"compaction {number}", **data)
+
+
+async def call(request: Request, viewer: Viewer) -> Response:
+    session_id = _session_id(request)
+    number = pages._int(request.query_params.get("n"), "n")
+    if number is None:
+        raise pages.BadRequest("which call? (&n=N)")
+    data = await pages.call_page(viewer.store, session_id, number, viewer.redactor)
+    return viewer.render("call.html", title=f"call {number}", **data)
+
+
+async def as_of(request: Request, viewer: Viewer) -> Response:
+    session_id = _session_id(request)
+    point = request.query_params.get("point", "")
+    if not point:
+        raise pages.BadRequest("as of when? (&point=120, v3, turn:5 or a time)")
+    data = await pages.as_of_page(viewer.store, session_id, point, viewer.redactor)
+    return viewer.render("as_of.html", title=f"{session_id} as of {point}", **data)
+
+
+async def search(request: Request, viewer: Viewer) -> Response:
+    query = request.query_params.get("q", "")
+    scope = request.query_params.get("session", "")
+    hits = await pages.search_page(viewer.store, query, scope or None, viewer.redact)
+    return viewer.render("search.html", title="search", query=query, scope=scope, hits=hits)
+
+
+def create_app(
+    store: SessionStore,
+    *,
+    redact: bool = True,
+    token: str | None = None,
+    allowed_hosts: frozenset[str] | None = LOOPBACK_NAMES,
+) -> Starlette:
+    """The viewer over `store` (opened read-only by `sessionstore serve`). `token`, when
+    set, is required on every request (query `?token=`, then a cookie); `allowed_hosts`
+    are the Host names answered (None: any, for a server bound beyond loopback)."""
+    viewer = Viewer(store, redact)
+    routes = [
+        _route("/", sessions, viewer),
+        _route("/session", session, viewer),
+        _route("/tokens", tokens, viewer),
+        _route("/compaction", compaction, viewer),
+        _route("/call", call, viewer),
+        _route("/as-of", as_of, viewer),
+        _route("/search", search, viewer),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        await store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(Guard, token=token, hosts=allowed_hosts)
+    return app

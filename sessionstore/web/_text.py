@@ -1,0 +1,35 @@
+"""Stored text made inert for a page: what a reader must see, never what it asks to do.
+
+Jinja's autoescape stops markup; this module stops the rest. Bidi overrides (U+202E) would
+reorder what follows them on screen, ANSI escapes and other control characters would be
+invisible: each is written as a visible token instead, so a reader sees that it is there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# Bidirectional controls (embeddings, overrides, isolates, marks) and zero-width joiners
+# that can hide or reorder text.
+_BIDI: Final = (
+    "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u2066\u2067\u2068\u2069\ufeff"
+)
+_INVISIBLE: Final = re.compile(f"[{_BIDI}\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]")
+
+
+def _token(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if code == 0x1B:
+        return "\u241b"  # SYMBOL FOR ESCAPE: "␛[31m" reads as the escape it was
+    if code < 0x20:
+        return chr(0x2400 + code)  # the control picture of a C0 character
+    return f"\u27e6U+{code:04X}\u27e7"  # e.g. ⟦U+202E⟧
+
+
+def inert(text: str) -> str:
+    """`text` with every bidi control, ANSI escape and control character (newlines and tabs
+    excepted) replaced by a visible token; HTML escaping is left to autoescape."""
+    return _INVISIBLE.sub(_token, text)

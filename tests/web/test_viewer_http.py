@@ -1,0 +1,251 @@
+"""The viewer's routes over HTTP (httpx against the Starlette app), on SQLite and PostgreSQL:
+every page answers, stored text is escaped, neutralized and redacted, nothing writes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from sessionstore import SessionStore
+from sessionstore.web import create_app
+from sessionstore.web._text import inert
+from tests.support.viewer import HOSTILE_ID, SECRET, seed
+
+BASE = "http://127.0.0.1"
+
+
+@pytest.fixture
+async def viewer(db_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    await seed(db_url)
+    store = SessionStore(db_url, read_only=True)
+    app = create_app(store)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as client:
+        yield client
+    await store.close()
+
+
+def q(text: str) -> str:
+    return quote(text, safe="")
+
+
+async def _compaction_id(client: httpx.AsyncClient) -> str:
+    page = (await client.get("/session?id=work")).text
+    found = re.search(r'href="/compaction\?id=work&amp;c=(\d+)"', page)
+    assert found, page
+    return found[1]
+
+
+async def test_the_list_shows_every_column_and_links_each_session(
+    viewer: httpx.AsyncClient,
+) -> None:
+    response = await viewer.get("/")
+    assert response.status_code == 200
+    html = response.text
+    for header in ("updated", "items", "context tokens", "cost", "agents", "branch of"):
+        assert header in html
+    assert 'href="/session?id=work-alt"' in html and 'href="/session?id=work"' in html
+    assert "billing, triage" in html  # the agents of 'work'
+    assert "$0." in html  # its priced calls
+    filtered = (await viewer.get("/?q=alt")).text
+    assert "work-alt" in filtered and 'class="sid" href="/session?id=work"' not in filtered
+    for sort in ("updated", "items", "tokens", "cost", "id"):
+        for order in ("asc", "desc"):
+            assert (await viewer.get(f"/?sort={sort}&dir={order}")).status_code == 200
+
+
+async def test_keyset_paging_walks_every_session_once(db_url: str) -> None:
+    async with SessionStore(db_url, create_tables=True) as store:
+        for n in range(120):
+            await store.append(f"s{n:03d}", [{"role": "user", "content": "x " * (n % 7 + 1)}])
+    store = SessionStore(db_url, read_only=True)
+    transport = httpx.ASGITransport(app=create_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        for sort, order in (
+            ("updated", "desc"),
+            ("tokens", "asc"),
+            ("id", "desc"),
+            ("cost", "desc"),
+        ):
+            seen: list[str] = []
+            link: str | None = f"/?sort={sort}&dir={order}"
+            while link:
+                html = (await client.get(link)).text
+                body = html.split("<tbody>")[1]
+                seen += re.findall(r'class="sid" href="/session\?id=([^"]+)"', body)
+                nxt = re.search(r'id="next" href="([^"]+)"', html)
+                link = nxt[1].replace("&amp;", "&") if nxt else None
+            assert len(seen) == 120 and len(set(seen)) == 120, (sort, order)
+    await store.close()
+
+
+async def test_a_timeline_shows_turns_tools_agents_and_the_compaction(
+    viewer: httpx.AsyncClient,
+) -> None:
+    html = (await viewer.get("/session?id=work")).text
+    assert "tool call run_tool" in html and "tool output run_tool" in html
+    assert "compaction summary" in html and "kept verbatim" in html
+    assert 'class="agent"' in html and "billing" in html
+    assert re.search(r'id="turn-\d+"', html)
+    assert "the walrus is fine" in html
+    older = (await viewer.get("/session?id=work&before=5")).text
+    assert 'id="seq-4"' in older and 'id="seq-5"' not in older
+    around = (await viewer.get("/session?id=work&around=3")).text
+    assert 'class="row user hit"' in around or "hit" in around
+
+
+async def test_a_branch_shows_its_tree_and_the_rows_it_shares(viewer: httpx.AsyncClient) -> None:
+    html = (await viewer.get("/session?id=work-alt")).text
+    assert 'id="branches"' in html and 'href="/session?id=work"' in html
+    assert "<strong>work-alt</strong>" in html
+    assert "pelicans answer" in html and "from work" in html  # shared parent rows marked
+    assert "branch of" in html
+    parent = (await viewer.get("/session?id=work")).text
+    assert 'href="/session?id=work-alt"' in parent
+
+
+async def test_tokens_page_draws_the_chart_with_drops_and_usage(
+    viewer: httpx.AsyncClient,
+) -> None:
+    html = (await viewer.get("/tokens?id=work")).text
+    assert '<svg id="token-chart"' in html and 'class="series" d="M' in html
+    assert 'class="drop"' in html  # the compaction's drop
+    assert 'id="per-turn"' in html and 'id="per-model"' in html and "house-model" in html
+    assert 'href="/call?id=work&amp;n=1"' in html
+
+
+async def test_a_compaction_shows_before_after_and_events_but_no_archive_without_key(
+    viewer: httpx.AsyncClient,
+) -> None:
+    cid = await _compaction_id(viewer)
+    html = (await viewer.get(f"/compaction?id=work&c={cid}")).text
+    assert 'id="before"' in html and 'id="after"' in html
+    assert "what was replaced" in html and "the summary" in html and "kept verbatim" in html
+    assert "no key is configured" in html  # archived originals never shown without a key
+    assert 'id="events"' in html or "no events recorded" in html
+
+
+async def test_a_model_call_shows_its_exact_input(viewer: httpx.AsyncClient) -> None:
+    html = (await viewer.get("/call?id=work&n=2")).text
+    assert "what the model saw: call 2" in html and "house-model" in html
+    assert html.count('class="row ') >= 4
+
+
+async def test_time_travel_by_turn_version_and_seq(viewer: httpx.AsyncClient) -> None:
+    for point in ("turn:2", "v1", "3", "2020-01-01T00:00:00"):
+        response = await viewer.get(f"/as-of?id=work&point={q(point)}")
+        assert response.status_code == 200, (point, response.text[:500])
+        assert "the context as of" in response.text
+    assert "compaction summary" in (await viewer.get("/as-of?id=work&point=v1")).text
+
+
+async def test_search_links_into_the_timeline(viewer: httpx.AsyncClient) -> None:
+    html = (await viewer.get("/search?q=walrus")).text
+    assert 'href="/session?id=work&amp;around=' in html
+    scoped = (await viewer.get("/search?q=pelicans&session=work-alt")).text
+    assert "work-alt" in scoped
+    assert (await viewer.get("/search")).status_code == 200
+
+
+async def test_hostile_content_is_escaped_neutralized_and_redacted(
+    viewer: httpx.AsyncClient,
+) -> None:
+    pages = [
+        await viewer.get("/"),
+        await viewer.get(f"/session?id={q(HOSTILE_ID)}"),
+        await viewer.get(f"/as-of?id={q(HOSTILE_ID)}&point=4"),
+        await viewer.get("/search?q=alert"),
+    ]
+    for response in pages:
+        html = response.text
+        assert response.status_code == 200, html[:300]
+        assert "<script" not in html and "<img" not in html and "<svg onload" not in html
+        assert SECRET not in html and "Zz9Yy8Xx7Ww6" not in html
+        assert "\u202e" not in html and "\x1b" not in html
+    timeline = pages[1].text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in timeline
+    assert "&lt;img src=x onerror=alert(2)&gt;" in timeline
+    assert "[bold]not bold[/bold]" in timeline
+    assert "\u241b[31mred" in timeline and "\u27e6U+202E\u27e7" in timeline
+
+
+async def test_no_redact_shows_secrets_and_says_so(db_url: str) -> None:
+    await seed(db_url)
+    store = SessionStore(db_url, read_only=True)
+    transport = httpx.ASGITransport(app=create_app(store, redact=False))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        html = (await client.get(f"/session?id={q(HOSTILE_ID)}")).text
+        assert SECRET in html and "redaction OFF" in html
+        assert "<script" not in html  # still escaped
+    await store.close()
+
+
+async def test_every_response_carries_the_security_headers(viewer: httpx.AsyncClient) -> None:
+    for path in ("/", "/session?id=work", "/static/viewer.css", "/nowhere", "/session"):
+        response = await viewer.get(path)
+        csp = response.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert response.headers["x-content-type-options"] == "nosniff"
+    assert (await viewer.get("/static/viewer.css")).headers["content-type"].startswith("text/css")
+    assert (await viewer.head("/")).status_code == 200
+
+
+async def test_writes_are_refused(viewer: httpx.AsyncClient) -> None:
+    for method in ("POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+        for path in ("/", "/session?id=work", "/static/viewer.css", "/nowhere"):
+            response = await viewer.request(method, path, content=b"x=1")
+            assert response.status_code == 405, (method, path)
+            assert response.headers["allow"] == "GET, HEAD"
+
+
+async def test_bad_requests_are_answered_plainly(viewer: httpx.AsyncClient) -> None:
+    expected = {
+        "/session": 400,
+        "/session?id=nobody": 404,
+        "/session?id=work&before=x": 400,
+        "/compaction?id=work&c=999999": 404,
+        "/compaction?id=work": 400,
+        "/call?id=work&n=99": 404,
+        "/call?id=work": 400,
+        "/as-of?id=work&point=yesterday": 400,
+        "/as-of?id=work": 400,
+        "/?sort=bogus": 400,
+        "/?after=%%%": 400,
+        "/nowhere": 404,
+    }
+    for path, status in expected.items():
+        assert (await viewer.get(path)).status_code == status, path
+
+
+async def test_a_token_is_required_on_every_request_when_set(db_url: str) -> None:
+    store = SessionStore(db_url, read_only=True)
+    token = "t0ken-abcdefghijklmnop"
+    transport = httpx.ASGITransport(app=create_app(store, token=token, allowed_hosts=None))
+    async with httpx.AsyncClient(transport=transport, base_url="http://viewer.example") as client:
+        assert (await client.get("/")).status_code == 401
+        assert (await client.get("/static/viewer.css")).status_code == 401
+        assert (await client.get("/?token=wrong-token-abcdefgh")).status_code == 401
+        opened = await client.get(f"/?token={token}")
+        assert opened.status_code == 200
+        assert "HttpOnly" in opened.headers["set-cookie"]
+        assert (await client.get("/search")).status_code == 200  # the cookie carries it
+        client.cookies.clear()
+        assert (await client.get("/search")).status_code == 401
+    await store.close()
+
+
+async def test_other_host_names_are_refused_on_loopback(viewer: httpx.AsyncClient) -> None:
+    response = await viewer.get("/", headers={"host": "attacker.example"})
+    assert response.status_code == 400
+    assert (await viewer.get("/", headers={"host": "localhost:8765"})).status_code == 200
+
+
+def test_inert_makes_invisible_characters_visible() -> None:
+    assert inert("a\u202eb") == "a\u27e6U+202E\u27e7b"
+    assert inert("\x1b[31mx") == "\u241b[31mx"
+    assert inert("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert inert("\x07") == "\u2407"
