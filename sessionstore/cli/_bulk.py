@@ -28,6 +28,7 @@ IdsArgument = Annotated[
     typer.Argument(
         help="Session ids; `-` reads ids from stdin, one per line "
         "(`sessions list --json | jq -r '.[].session_id' | ... -`).",
+        metavar="SESSION_IDS",
         show_default=False,
     ),
 ]

@@ -220,7 +220,8 @@ def import_export(
         str,
         typer.Argument(
             help="A file `sessions export` wrote for several sessions (JSON lines of "
-            '{"session_id", "item"}), or - for stdin.'
+            '{"session_id", "item"}), or - for stdin.',
+            metavar="FILE",
         ),
     ],
     url: UrlOption = None,
@@ -239,9 +240,9 @@ def import_export(
 ) -> None:
     """Import sessions from a `sessions export` file, items in order, into this store.
 
-    Not the Agents SDK's tables: `sessionstore import` reads those. The whole file is
-    checked before anything is written; a session the store already has is refused
-    unless --append-to-existing.
+    Not the Agents SDK's tables: `sessionstore import` reads those. The whole file is read
+    and every line checked before anything is written; a session the store already has is
+    refused unless --append-to-existing.
     """
     sessions = _read_export(source)
     total = sum(len(batch) for batch in sessions.values())
