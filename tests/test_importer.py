@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from agents import SQLiteSession
-from agents.extensions.memory import SQLAlchemySession
+from agents.extensions.memory import AdvancedSQLiteSession, SQLAlchemySession
 from agents.memory import Session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -244,6 +244,28 @@ async def test_the_sdk_file_itself_can_hold_the_imported_sessions(sqlite_sdk_pat
     await sdk.add_items([{"role": "user", "content": "the SDK still works on its tables"}])
     assert len(await sdk.get_items()) == 9
     sdk.close()
+
+
+async def test_an_advanced_sqlite_session_imports_its_main_branch_only(
+    sqlite_sdk_path: Path, sqlite_url: str
+) -> None:
+    advanced = AdvancedSQLiteSession(
+        session_id="alice", db_path=sqlite_sdk_path, create_tables=True
+    )
+    await converse(advanced, PROMPTS)
+    await advanced.create_branch_from_turn(2, "retry")  # shares the first turn's rows
+    await converse(advanced, ("another question",))
+    await advanced.switch_to_branch("main")
+    await converse(advanced, ("and one more on main",))
+    main = await advanced.get_items()
+    advanced.close()
+    async with SessionStore(sqlite_url) as store:
+        report = await import_sdk_sessions(str(sqlite_sdk_path), store)
+        assert report.ok and report.total("imported") == len(main)
+        assert await SQLSession("alice", store, import_sdk=False).get_items() == main
+        again = await import_sdk_sessions(str(sqlite_sdk_path), store)
+    [session] = again.sessions
+    assert (session.status, session.already_present) == ("up_to_date", len(main))
 
 
 # ------------------------------------------------------------- bad rows, options
