@@ -83,7 +83,7 @@ class SDKTurnsMixin:
                 continue
             number = max((turn for turn, first in starts if first <= row.seq), default=0)
             grouped.setdefault(number, []).append(
-                {"type": _message_type(row.item), "tool_name": row.tool_name}
+                {"type": _message_type(row.item), "tool_name": _tool_name(row.item, row.tool_name)}
             )
         return grouped
 
@@ -101,6 +101,15 @@ def _message_type(item: dict[str, Any]) -> str:
         return str(role)
     kind = item.get("type")
     return str(kind) if kind else "other"
+
+
+def _tool_name(item: dict[str, Any], stored: str | None) -> str | None:
+    """The tool name the SDK files an item under: a call's (ours names it as the SDK does);
+    an output carries none in the SDK (it has no `name`), though ours knows its call's."""
+    kind = str(item.get("type") or "")
+    if kind == "tool_search_output":
+        return "tool_search"
+    return None if kind.endswith("_output") else stored
 
 
 def _content(user_text: str | None) -> str | list[dict[str, Any]] | None:

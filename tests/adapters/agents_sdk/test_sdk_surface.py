@@ -1,0 +1,132 @@
+"""Every public method and property of the SDK's SQL sessions exists on SQLSession, with the
+same signature: a ported program never meets an AttributeError or a TypeError over a call
+the SDK accepts. Read from the installed SDK, so a new SDK version's additions fail here."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Final
+
+import pytest
+from agents import SQLiteSession
+from agents.extensions.memory import AdvancedSQLiteSession, SQLAlchemySession
+
+from sessionstore import SQLSession
+
+SDK_CLASSES: Final = (SQLiteSession, SQLAlchemySession, AdvancedSQLiteSession)
+
+# Differences kept on purpose, each with its reason. Anything else that differs fails.
+ASYNC_WHERE_SDK_IS_SYNC: Final = {
+    # SQLiteSession.close() closes sqlite3 connections synchronously; ours disposes an async
+    # engine and stops the store's threads, which needs the event loop: `await session.close()`.
+    "close": "our store's close is a coroutine",
+}
+
+
+def _public(cls: type) -> dict[str, Any]:
+    """Public names of `cls`, inherited ones included (SessionABC's, SQLiteSession's)."""
+    return {
+        name: inspect.getattr_static(cls, name)
+        for name, _ in inspect.getmembers(cls)
+        if not name.startswith("_")
+    }
+
+
+def _sdk_names() -> list[tuple[str, str]]:
+    return sorted({(cls.__name__, name) for cls in SDK_CLASSES for name in _public(cls)})
+
+
+def _kind(member: Any) -> str:
+    if isinstance(member, property):
+        return "property"
+    if isinstance(member, classmethod):
+        return "classmethod"
+    if isinstance(member, staticmethod):
+        return "staticmethod"
+    if callable(member):
+        return "method"
+    return "attribute"
+
+
+def test_the_sdk_classes_have_a_public_surface_to_compare() -> None:
+    """The introspection finds what it must: a broken one would pass everything below."""
+    names = {name for _, name in _sdk_names()}
+    assert {"get_items", "add_items", "store_run_usage", "engine", "from_url"} <= names
+    assert "get_conversation_by_turns" in names and "session_settings" in names
+
+
+def _problems(cls: type, name: str, ours_cls: type = SQLSession) -> list[str]:
+    """How `ours_cls.name` differs from `cls.name`: missing, another kind of member, or a
+    signature a caller of the SDK's could trip on. Each SDK parameter must be ours too, in
+    the same place, of the same kind and default; ours may add parameters after them only if
+    a caller may leave them out. `**kwargs`' own name is not compared (no caller uses it)."""
+    if not hasattr(ours_cls, name):
+        return [f"{name} is missing"]
+    theirs_kind = _kind(inspect.getattr_static(cls, name))
+    ours_kind = _kind(inspect.getattr_static(ours_cls, name))
+    if ours_kind != theirs_kind:
+        return [f"{name}: the SDK's is a {theirs_kind}, ours a {ours_kind}"]
+    if theirs_kind in ("property", "attribute"):
+        return []
+    theirs_member, ours_member = getattr(cls, name), getattr(ours_cls, name)
+    theirs = list(inspect.signature(theirs_member).parameters.values())
+    ours = list(inspect.signature(ours_member).parameters.values())
+    problems: list[str] = []
+    for index, param in enumerate(theirs):
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            if not ours or ours[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+                problems.append(f"{name}: no **kwargs")
+            continue
+        mine = ours[index] if index < len(ours) else None
+        if mine is None or (mine.name, mine.kind, mine.default) != (
+            param.name,
+            param.kind,
+            param.default,
+        ):
+            problems.append(f"{name}: parameter {index} is {mine} here, {param} in the SDK")
+    problems += [
+        f"{name}: our extra parameter {extra.name!r} is required"
+        for extra in ours[len(theirs) :]
+        if extra.default is inspect.Parameter.empty
+        and extra.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    ]
+    sdk_async = inspect.iscoroutinefunction(theirs_member)
+    ours_async = inspect.iscoroutinefunction(ours_member)
+    if ours_async != sdk_async and not (name in ASYNC_WHERE_SDK_IS_SYNC and ours_async):
+        problems.append(f"{name}: async here {ours_async}, in the SDK {sdk_async}")
+    return problems
+
+
+def _sdk_class(name: str) -> type:
+    return next(cls for cls in SDK_CLASSES if cls.__name__ == name)
+
+
+@pytest.mark.parametrize(("sdk_class", "name"), _sdk_names())
+def test_sqlsession_has_every_public_sdk_name_with_its_signature(sdk_class: str, name: str) -> None:
+    assert _problems(_sdk_class(sdk_class), name) == []
+
+
+def test_the_comparison_catches_a_missing_name_and_a_changed_signature() -> None:
+    """The check fails on what it is for: a lacking name, reordered parameters, a required
+    extra parameter, a coroutine turned plain."""
+
+    class Broken(SQLSession):
+        async def get_turn_usage(  # type: ignore[override]
+            self, branch_id: str | None = None, user_turn_number: int | None = None
+        ) -> list[dict[str, Any]] | dict[str, Any]:
+            return []
+
+        async def get_tool_usage(  # type: ignore[override]
+            self, branch_id: str | None, verbose: bool
+        ) -> list[tuple[str, int, int]]:
+            return []
+
+        def list_branches(self) -> list[dict[str, Any]]:  # type: ignore[override]
+            return []
+
+    advanced = AdvancedSQLiteSession
+    assert _problems(advanced, "get_turn_usage", Broken)
+    assert any("required" in p for p in _problems(advanced, "get_tool_usage", Broken))
+    assert any("async" in p for p in _problems(advanced, "list_branches", Broken))
+    assert _problems(advanced, "get_turn_usage") == []  # SQLSession's own passes
+    assert _problems(advanced, "no_such_method") == ["no_such_method is missing"]

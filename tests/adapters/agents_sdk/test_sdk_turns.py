@@ -1,0 +1,66 @@
+"""AdvancedSQLiteSession's turn readers on SQLSession give the SDK's results for the same
+Runner conversation, `branch_id` included, on both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sessionstore import SessionStore, SQLSession
+from tests.support.sdk_runs import converse, side_by_side
+
+PROMPTS = ("hi", "what is the weather in Paris?", "thanks")
+
+
+def _without_timestamps(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in turn.items() if k != "timestamp"} for turn in turns]
+
+
+async def test_get_conversation_by_turns_matches_the_sdk(db_url: str, tmp_path: Path) -> None:
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, _):
+        expected = await theirs.get_conversation_by_turns()
+        got = await ours.get_conversation_by_turns()
+        assert got == expected
+        assert sorted(got) == [1, 2, 3]
+        assert got[2][:2] == [  # the tool round trip, with the tool's name on the call
+            {"type": "user", "tool_name": None},
+            {"type": "function_call", "tool_name": "get_weather"},
+        ]
+
+
+async def test_turn_readers_take_the_branch_id_like_the_sdk(db_url: str, tmp_path: Path) -> None:
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, _):
+        for session in (theirs, ours):
+            await session.create_branch_from_turn(2, "retry")
+            await converse(session, ["tell me a joke"])
+            await session.switch_to_branch("main")
+        for branch in ("main", "retry", None):
+            assert _without_timestamps(
+                await ours.get_conversation_turns(branch)
+            ) == _without_timestamps(await theirs.get_conversation_turns(branch))
+            assert await ours.get_conversation_by_turns(branch) == (
+                await theirs.get_conversation_by_turns(branch)
+            )
+            assert await ours.get_tool_usage(branch) == await theirs.get_tool_usage(branch)
+        joke = await ours.find_turns_by_content("JOKE", "retry")
+        assert [turn["turn"] for turn in joke] == [2]
+        assert await ours.find_turns_by_content("joke") == []  # the current branch: main
+        assert await ours.find_turns_by_content("joke", "main") == []
+        assert [t["turn"] for t in await theirs.find_turns_by_content("joke", "retry")] == [2]
+        assert await ours.get_conversation_turns("no-such-branch") == []
+
+
+async def test_list_content_is_returned_as_parts_and_searched_by_text(
+    db_url: str, tmp_path: Path
+) -> None:
+    parts = [{"type": "input_text", "text": f"part {i}"} for i in range(30)]
+    async with SessionStore(db_url, create_tables=True) as store:
+        session = SQLSession("parts", store)
+        await session.add_items([{"role": "user", "content": parts}])
+        await session.add_items([{"role": "user", "content": '["not parts"]'}])
+        [first, second] = await session.get_conversation_turns()
+        assert first["full_content"] == parts
+        assert isinstance(first["content"], str) and first["content"].endswith("...")
+        assert second["full_content"] == '["not parts"]'  # a string stays a string
+        assert [t["turn"] for t in await session.find_turns_by_content("PART 29")] == [1]
+        assert await session.find_turns_by_content("input_text") == []  # text, not JSON
