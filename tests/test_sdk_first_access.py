@@ -26,7 +26,7 @@ from agents import SQLiteSession
 from agents.extensions.memory import AdvancedSQLiteSession, SQLAlchemySession
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from sessionstore import SessionStore, SQLSession
+from sessionstore import Keyring, LocalKey, SessionStore, SQLSession
 from sessionstore._importer import IMPORT_KEY, import_sdk_sessions
 from sessionstore._schema import metadata as schema_metadata
 from sessionstore._sdk_first_access import IMPORT_EVENT, SdkHistory, SdkTables
@@ -246,6 +246,20 @@ async def test_rows_that_cannot_be_stored_are_skipped_and_named_in_the_event(
     [event] = await _events(f"sqlite+aiosqlite:///{path}", "u8")
     assert event["severity"] == "warning" and event["items"] == len(expected)
     assert [problem["message_id"] for problem in event["skipped"]] == [len(expected) + 1]
+
+
+async def test_a_shared_encrypting_store_imports_sealed_and_chained_rows(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.db"
+    sdk_session = SQLiteSession("u5", path)
+    await converse(sdk_session, PROMPTS)
+    expected = await sdk_session.get_items()
+    sdk_session.close()
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(f"sqlite:///{path}", keyring=keyring, encrypt_payloads=True) as store:
+        assert await SQLSession("u5", store).get_items() == expected
+        assert (await store.verify_history("u5")).problems == []
+    query = "SELECT count(*) FROM messages WHERE session_id = 'u5' AND payload_sealed IS NOT NULL"
+    assert await _count(f"sqlite+aiosqlite:///{path}", query) == len(expected)
 
 
 # ------------------------------------------------------------------- SQLAlchemySession
