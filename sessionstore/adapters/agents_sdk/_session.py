@@ -36,6 +36,7 @@ from ..._sdk_first_access import SdkHistory, SdkTables
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
+from ._sdk_engine import open_url_store
 from ._sdk_surface import SDKSurface
 from ._tracking import current_run, track_load, track_save, written
 
@@ -152,8 +153,9 @@ class SQLSession(SDKSurface):
         messages_table: str = "agent_messages",
         **store_kwargs: Any,
     ) -> SQLSession:
-        """Same call shape as the SDK's `SQLAlchemySession.from_url`; owns its own store."""
-        store = SessionStore(
+        """Same call shape as the SDK's `SQLAlchemySession.from_url`; owns its own store (an
+        in-memory SQLite URL: a private temporary file, so `engine` works as the SDK's)."""
+        store = open_url_store(
             url, create_tables=create_tables, engine_kwargs=engine_kwargs, **store_kwargs
         )
         return cls(
