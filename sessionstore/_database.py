@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import os
 import sqlite3
@@ -541,6 +542,13 @@ class SQLiteDatabase:
         await self._async_engines.close_all()
 
 
+_POOL_RESET: Final = "reset" in inspect.signature(asyncpg.create_pool).parameters  # asyncpg 0.30+
+
+
+async def _keep_as_is(connection: asyncpg.Connection) -> None:
+    """A pooled connection's reset behind a transaction pooler: nothing to do."""
+
+
 class _PostgresLoopState:
     """What one event loop uses: asyncpg connections belong to the loop that opened them."""
 
@@ -581,6 +589,10 @@ class _PostgresLoopState:
                     # Behind a transaction pooler a statement prepared on one server
                     # connection is unknown on the next: unnamed statements only.
                     statement_cache_size=0 if self._pooled else 100,
+                    # and resetting the session of whichever server connection PgBouncer
+                    # picks would cost a round trip for nothing (each statement's own
+                    # transaction ended with it; a broken one was terminated, not released).
+                    **({"reset": _keep_as_is} if self._pooled and _POOL_RESET else {}),
                 )
             return self._pool
 
