@@ -197,6 +197,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await store.ensure_ready()  # the schema check and first connection: not on a page's time
         yield
         await store.close()
 

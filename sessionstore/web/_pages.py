@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -262,7 +263,7 @@ async def timeline(
             item = replace(item, masked=row.seq in masked, shared=row.session_id != session_id)
         entries.append(item)
     lowest = segments[-1].first if segments else 0
-    older = first_seq if raw and first_seq > lowest else None
+    older = first_seq if raw and first_seq > max(lowest, 1) else None  # seqs start at 1
     newer = None if before >= end else min(end, before + size)
     tree = await branch_tree(store, info)
     compactions = await store.read_snapshot(q.compactions_of, session_id)
@@ -283,15 +284,12 @@ async def tokens_page(store: SessionStore, session_id: str) -> dict[str, Any]:
     window, share = await store.read_snapshot(q.window_of, session_id)
     chart = token_chart(token_series(steps, compactions), window, share)
     calls = await store.model_calls(session_id)
-    user_turns = await store.user_turns(session_id)
-    starts = sorted((turn.seq, turn.turn) for turn in user_turns)
+    # Turn starts from the rows already read (no user message's payload is decoded).
+    user_seqs = [seq for seq, kind, role, *_ in steps if kind == "item" and role == "user"]
     per_turn: dict[int, dict[str, Any]] = {}
     for call in calls:
-        turn = 0
-        if call.context_to_seq is not None:
-            for first_seq, number in starts:
-                if first_seq <= call.context_to_seq:
-                    turn = number
+        # A call belongs to the turn of the newest row it was sent (as `turn_usage` counts).
+        turn = 0 if call.context_to_seq is None else bisect_right(user_seqs, call.context_to_seq)
         used = per_turn.setdefault(
             turn,
             {"calls": 0, "estimated": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None},

@@ -23,10 +23,8 @@ def _token(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
     if code == 0x1B:
-        return "\u241b"  # SYMBOL FOR ESCAPE: "␛[31m" reads as the escape it was
-    if code < 0x20:
-        return chr(0x2400 + code)  # the control picture of a C0 character
-    return f"\u27e6U+{code:04X}\u27e7"  # e.g. ⟦U+202E⟧
+        return "\u27e6ESC\u27e7"  # "⟦ESC⟧[31m" reads as the escape sequence it was
+    return f"\u27e6U+{code:04X}\u27e7"  # e.g. ⟦U+202E⟧, ⟦U+0007⟧
 
 
 def inert(text: str) -> str:

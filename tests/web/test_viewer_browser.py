@@ -139,7 +139,7 @@ async def test_hostile_content_renders_inert_and_redacted(db_url: str, browser: 
         text = await page.locator("main").inner_text()
         assert "<script>alert(1)</script>" in text and "<img src=x onerror=alert(2)>" in text
         assert "[bold]not bold[/bold]" in text
-        assert "\u241b[31mred" in text and "\u27e6U+202E\u27e7" in text
+        assert "\u27e6ESC\u27e7[31mred" in text and "\u27e6U+202E\u27e7" in text
         assert "\u202e" not in text
         assert re.search(r"sk-proj-\S*REDACTED|\[REDACTED|\*\*\*", text) or SECRET not in text
         await _shot(page, backend, "hostile")

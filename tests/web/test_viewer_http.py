@@ -10,9 +10,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from sessionstore import SessionStore
+from sessionstore import Keyring, LocalKey, SessionStore
 from sessionstore.web import create_app
 from sessionstore.web._text import inert
+from tests.support.histories import assistant, user
+from tests.support.managers import small_window_manager
 from tests.support.viewer import HOSTILE_ID, SECRET, seed
 
 BASE = "http://127.0.0.1"
@@ -169,7 +171,7 @@ async def test_hostile_content_is_escaped_neutralized_and_redacted(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in timeline
     assert "&lt;img src=x onerror=alert(2)&gt;" in timeline
     assert "[bold]not bold[/bold]" in timeline
-    assert "\u241b[31mred" in timeline and "\u27e6U+202E\u27e7" in timeline
+    assert "\u27e6ESC\u27e7[31mred" in timeline and "\u27e6U+202E\u27e7" in timeline
 
 
 async def test_no_redact_shows_secrets_and_says_so(db_url: str) -> None:
@@ -246,6 +248,33 @@ async def test_other_host_names_are_refused_on_loopback(viewer: httpx.AsyncClien
 
 def test_inert_makes_invisible_characters_visible() -> None:
     assert inert("a\u202eb") == "a\u27e6U+202E\u27e7b"
-    assert inert("\x1b[31mx") == "\u241b[31mx"
+    assert inert("\x1b[31mx") == "\u27e6ESC\u27e7[31mx"
     assert inert("tab\tand\nnewline") == "tab\tand\nnewline"
-    assert inert("\x07") == "\u2407"
+    assert inert("\x07") == "\u27e6U+0007\u27e7"
+
+
+async def test_with_a_key_the_archived_originals_and_sealed_rows_are_shown(db_url: str) -> None:
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(db_url, keyring=keyring, encrypt_payloads=True) as store:
+        for n in range(6):
+            await store.append("sealed", [user(f"step {n} about the heron"), assistant("ok")])
+        assert (await small_window_manager(store).compact("sealed", trigger="manual")).compacted
+    store = SessionStore(db_url, read_only=True, keyring=keyring)
+    transport = httpx.ASGITransport(app=create_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        timeline = (await client.get("/session?id=sealed")).text
+        assert "step 0 about the heron" in timeline and "[sealed" not in timeline
+        cid = re.search(r'href="/compaction\?id=sealed&amp;c=(\d+)"', timeline)
+        assert cid
+        page = (await client.get(f"/compaction?id=sealed&c={cid[1]}")).text
+        assert "no key is configured" not in page
+        assert re.search(r"archive \d+: #\d+\u2013#\d+, \d+ records", page)
+        assert "&#34;item&#34;" in page.split("archived originals")[1]  # the records, opened
+    await store.close()
+    keyless = SessionStore(db_url, read_only=True, keyring=None)
+    transport = httpx.ASGITransport(app=create_app(keyless))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        page = (await client.get(f"/compaction?id=sealed&c={cid[1]}")).text
+        assert "no key is configured" in page and 'class="archive"' not in page
+        assert "[sealed: no key to open it]" in (await client.get("/session?id=sealed")).text
+    await keyless.close()
