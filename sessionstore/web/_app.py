@@ -198,6 +198,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         await store.ensure_ready()  # the schema check and first connection: not on a page's time
+        for name in viewer.templates.list_templates():  # compiled once, before the first page
+            viewer.templates.get_template(name)
         yield
         await store.close()
 
