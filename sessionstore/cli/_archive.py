@@ -17,6 +17,7 @@ from rich.table import Table
 from .._archive_sealing import OpenedArchive
 from .._commands import cli_command
 from .._redaction import Redactor, redaction_disabled_event
+from .._schema import archives as archives_table
 from ..archive import ArchiveInfo, list_archives, read_archives
 from ._common import (
     EXIT_FAILED,
@@ -25,11 +26,21 @@ from ._common import (
     UrlOption,
     command_group,
     console,
-    emit_json,
     err_console,
+    is_terminal,
     iso_utc,
     open_store,
     record_audit,
+)
+from ._output import (
+    CsvFlag,
+    JsonFlag,
+    NlFlag,
+    TsvFlag,
+    chosen_format,
+    count_rows,
+    emit_records,
+    note_cut,
 )
 from ._text import json_text, shown
 
@@ -37,21 +48,44 @@ archive_app = command_group(help="Archived originals (compaction, truncation).")
 _MAX_ID = 2**63 - 1
 
 
+_ARCHIVE_COLUMNS = (
+    "archive_id",
+    "session_id",
+    "reason",
+    "compaction_id",
+    "seqs",
+    "items",
+    "encrypted",
+    "key",
+    "created_at",
+)
+
+
 @archive_app.command("list")
 def list_(
     session_id: Annotated[str | None, typer.Argument(help="Only this session's.")] = None,
     url: UrlOption = None,
     config: ConfigOption = None,
-    limit: Annotated[int, typer.Option(min=1, max=1_000_000, help="The newest N.")] = 100,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="The newest N.", show_default=True)
+    ] = 100,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
     """Archives, newest last: id, session, reason, seq range, items, encryption (unopened)."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
-    async def go() -> list[ArchiveInfo]:
+    async def go() -> tuple[list[ArchiveInfo], int | None]:
         async with open_store(url, config, read_only=True) as store:
-            return await list_archives(store, session_id, limit=limit)
+            found = await list_archives(store, session_id, limit=limit + 1)
+            if len(found) <= limit:
+                return found, None
+            where = [] if session_id is None else [archives_table.c.session_id == session_id]
+            return found[1:], await count_rows(store, archives_table, *where)
 
-    infos = asyncio.run(go())
+    infos, total = asyncio.run(go())
     rows = [
         {
             "archive_id": info.archive_id,
@@ -66,20 +100,23 @@ def list_(
         }
         for info in infos
     ]
-    if as_json:
-        emit_json(rows)
-        return
-    if not rows:
+    if not rows and fmt == "table":
         err_console.print(
             shown("no archives" + (f" of session {session_id!r}" if session_id else ""))
         )
         return
-    table = Table(title=f"Archives ({len(rows)})")
-    for column in rows[0]:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(shown("" if value is None else value) for value in row.values()))
-    console.print(table)
+
+    def table() -> Table:
+        drawn = Table(title=f"Archives ({len(rows)})")
+        for column in _ARCHIVE_COLUMNS:
+            drawn.add_column(column)
+        for row in rows:
+            drawn.add_row(*(shown("" if value is None else value) for value in row.values()))
+        return drawn
+
+    emit_records(rows, fmt, table, columns=_ARCHIVE_COLUMNS)
+    if total is not None:
+        note_cut(len(rows), total, "archives")
 
 
 @archive_app.command()
@@ -153,6 +190,7 @@ def show(
         return
     if not redact:
         err_console.print(shown("warning: redaction is off; secrets in the archive are printed"))
+    terminal = is_terminal()
     for item in opened:
         records = item.records[:limit] if limit is not None else item.records
         if not as_json:
@@ -170,8 +208,8 @@ def show(
             if as_json:
                 line = {"archive_id": item.archive_id, **visible}
                 sys.stdout.write(json_text(line) + "\n")
-            else:
-                console.print(shown(json_text(visible, indent=2)))
+            else:  # indented for a person; one record per line into a pipe
+                console.print(shown(json_text(visible, indent=2 if terminal else None)))
         if len(records) < len(item.records):
             err_console.print(
                 shown(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,12 +12,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, TextIO
+from typing import Annotated, Any, Final, TextIO, cast
 
 import asyncpg
 import sqlalchemy as sa
 import typer
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
@@ -46,7 +48,7 @@ from .._errors import (
 from .._events import Event
 from .._store import SessionStore
 from .._utc import as_utc
-from ._text import json_text, shown
+from ._text import json_text, shown, visible
 
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored text is wrapped or cut
 
@@ -87,41 +89,149 @@ class _Output:
         return getattr(self._stream, name)
 
 
+TERMINAL_ENV: Final = "SESSIONSTORE_TERMINAL"
+
+
+def is_terminal(stderr: bool = False) -> bool:
+    """Whether output goes to a person: stdout (stderr) is a terminal, unless
+    $SESSIONSTORE_TERMINAL says otherwise (1: draw tables and colours even into a pipe,
+    0: plain records even on a terminal)."""
+    forced = os.environ.get(TERMINAL_ENV, "").strip().lower()
+    if forced in ("1", "true", "yes", "on"):
+        return True
+    if forced in ("0", "false", "no", "off"):
+        return False
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or odd stream is no terminal
+        return False
+
+
+def _flat(text: str) -> str:
+    """One cell on one line: its newlines and tabs written as escapes."""
+    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def plain_table(table: Table) -> str:
+    """A table as a pipe reads it: a header line, then one line per row, cells separated by
+    tabs, nothing wrapped, cut, boxed or coloured (the title is decoration: left out)."""
+
+    def plain(cell: object) -> str:  # control characters escaped, whoever made the cell
+        if isinstance(cell, Text):
+            return visible(cell.plain)
+        if isinstance(cell, str):  # what rich would show for it (markup applied)
+            return visible(Text.from_markup(cell).plain)
+        return visible(str(cell))
+
+    lines = []
+    if table.show_header:
+        lines.append("\t".join(_flat(plain(column.header)) for column in table.columns))
+    cells = [list(column.cells) for column in table.columns]
+    for index in range(table.row_count):
+        lines.append("\t".join(_flat(plain(column[index])) for column in cells))
+    return "\n".join(lines)
+
+
 class _PipeConsole(Console):
     """Rich's console, except that a reader gone away (`| head -1`) is a BrokenPipeError
-    for quiet_on_closed_pipe to end with exit 0, not rich's own exit 1 (read as "failed")."""
+    for quiet_on_closed_pipe to end with exit 0, not rich's own exit 1 (read as "failed");
+    and, when it writes for a pipe, a table comes out as plain lines (`plain_table`)."""
+
+    def __init__(self, *args: Any, plain: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plain = plain
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.plain or not any(isinstance(o, Table) for o in objects):
+            super().print(*objects, **kwargs)
+            return
+        for o in objects:  # written as is: rich would turn the tabs into spaces
+            if isinstance(o, Table):
+                self.file.write(plain_table(o) + "\n")
+            else:
+                super().print(o, **kwargs)
 
-def _console(stderr: bool = False) -> Console:
-    """The terminal's console; for a pipe or a file, one that never wraps, cuts or colours
-    (`events | grep` must see whole events). Nothing is auto-highlighted: output is data."""
-    if (sys.stderr if stderr else sys.stdout).isatty():
-        return _PipeConsole(file=_Output(stderr), highlight=False)  # type: ignore[arg-type]
+
+def _console(stderr: bool, terminal: bool) -> Console:
+    """The terminal's console; for a pipe or a file, one that never wraps, cuts, boxes or
+    colours (`events | grep` must see whole events). Nothing is auto-highlighted: output
+    is data."""
+    if terminal:
+        return _PipeConsole(
+            file=_Output(stderr),
+            highlight=False,
+            force_terminal=True,
+        )
     return _PipeConsole(
-        file=_Output(stderr),  # type: ignore[arg-type]
+        file=_Output(stderr),
         width=_UNWRAPPED_WIDTH,
         color_system=None,
         highlight=False,
         soft_wrap=True,
+        plain=True,
     )
 
 
-console = _console()
-err_console = _console(stderr=True)
+class _ConsoleSwitch:
+    """The console for where the output goes at the moment of writing (tests swap stdout,
+    $SESSIONSTORE_TERMINAL forces a side): every attribute is the current console's."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._made: dict[bool, Console] = {}
+
+    def current(self) -> Console:
+        terminal = is_terminal(self._stderr)
+        made = self._made.get(terminal)
+        if made is None:
+            made = self._made[terminal] = _console(self._stderr, terminal)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current(), name)
+
+    def __enter__(self) -> Console:  # rich's Live buffers output with `with console:`
+        return self.current().__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.current().__exit__(*exc_info)
+
+
+console = cast(Console, _ConsoleSwitch(stderr=False))
+err_console = cast(Console, _ConsoleSwitch(stderr=True))
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1  # the command ran and found a problem (e.g. a check failed)
 EXIT_USAGE: Final = 2  # bad arguments or configuration: nothing was done
+
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def url_or_path(value: str | None) -> str | None:
+    """--url as given: a database URL (`postgresql://...`, `sqlite:///file.db`), or a plain
+    file path (`./sessions.db`, `/srv/sessions.db`, `~/s.db`), which names that SQLite
+    file. Anything with a scheme is a URL, so a mistyped scheme is still an error."""
+    if value is not None and value.strip() and not _SCHEME.match(value):
+        value = f"sqlite:///{Path(value).expanduser()}"
+    _GIVEN_URL[0] = value
+    return value
+
+
+_GIVEN_URL: list[str | None] = [None]  # the --url of this run, for the unreachable hint
+
 
 UrlOption = Annotated[
     str | None,
     typer.Option(
         "--url",
         envvar="SESSIONSTORE_URL",
-        help="Database URL (default: sqlite:///sessionstore.db in the working directory).",
+        callback=url_or_path,
+        help="Database URL (postgresql://user@host/db, sqlite:///file.db) or the path of a "
+        "SQLite file (default: sqlite:///sessionstore.db in the working directory).",
     ),
 ]
 
@@ -212,7 +322,7 @@ def emit_json(data: object) -> None:
     """`--json` output: valid JSON, timestamps in ISO 8601 with zone; coloured on a TTY,
     plain text otherwise."""
     text = json_text(data, indent=2, default=_json_value)
-    if sys.stdout.isatty():
+    if is_terminal():
         console.print_json(text)
     else:
         sys.stdout.write(text + "\n")
@@ -276,6 +386,20 @@ def _first_line(error: BaseException) -> str:
     return f"{type(reason).__name__}: {reason}".splitlines()[0]
 
 
+def _hint(outcome: ErrorOutcome) -> str:
+    """The outcome's next step; for an unreachable database, naming the one tried."""
+    if outcome.hint != _UNREACHABLE_HINT or _GIVEN_URL[0] is None:
+        return outcome.hint or ""
+    try:
+        where = shown_url(_GIVEN_URL[0])
+    except SessionStoreError:
+        return outcome.hint
+    return (
+        f"is {where} the database, and is it up? fix --url / $SESSIONSTORE_URL if not; "
+        "`sessionstore doctor` tests the connection"
+    )
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """User errors print one clear message and a dependable exit code, not a traceback.
@@ -298,7 +422,7 @@ def user_errors() -> Iterator[None]:
             Text.assemble((f"{outcome.label}:", "red"), " ", shown(_first_line(error)))
         )
         if outcome.hint:
-            err_console.print(Text(outcome.hint))
+            err_console.print(shown(_hint(outcome)))
         raise typer.Exit(outcome.code) from None
 
 

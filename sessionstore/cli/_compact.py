@@ -33,6 +33,7 @@ from ._common import (
     console,
     emit_json,
     err_console,
+    is_terminal,
     load_settings,
     record_audit,
 )
@@ -220,9 +221,15 @@ def _pruned_only(outcome: CompactionOutcome) -> bool:
     return outcome.result is not None and outcome.summary is None
 
 
+_TERMINAL_PREVIEW = 72
+_WHOLE = 1 << 62  # no stored text is longer
+
+
 def _lines(outcome: CompactionOutcome) -> list[DiffLine]:
-    """The plan's rows with the fates the written compaction gave them."""
-    lines = diff_lines(outcome.plan) if outcome.plan else []
+    """The plan's rows with the fates the written compaction gave them; each row's text a
+    preview on a terminal, whole into a pipe (`compact --diff | grep` sees every word)."""
+    width = _TERMINAL_PREVIEW if is_terminal() else _WHOLE
+    lines = diff_lines(outcome.plan, width=width) if outcome.plan else []
     if not _pruned_only(outcome):
         return lines
     return [replace(line, fate=_PRUNED_FATES.get(line.fate, line.fate)) for line in lines]

@@ -19,10 +19,21 @@ import sqlalchemy as sa
 import typer
 from rich.text import Text
 
+from .._redaction import Redactor
 from .._schema import events as events_table
 from .._store import SessionStore
 from .._utc import as_utc
 from ._common import ConfigOption, UrlOption, console, err_console, iso_utc, open_store
+from ._output import (
+    CsvFlag,
+    JsonFlag,
+    NlFlag,
+    TsvFlag,
+    chosen_format,
+    json_value,
+    records_text,
+    write_text,
+)
 from ._text import json_text, shown
 
 _FIELDS: Final = (
@@ -114,29 +125,61 @@ def _utc(moment: datetime) -> datetime:
     return as_utc(moment).astimezone(UTC)
 
 
-def _payload(row: dict[str, Any]) -> dict[str, Any]:
+def _payload(row: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
     payload = row["payload"]
-    return payload if isinstance(payload, dict) else json.loads(payload)
+    found = payload if isinstance(payload, dict) else json.loads(payload)
+    shown_payload: dict[str, Any] = redactor.value(found)  # it may quote stored text
+    return shown_payload
 
 
-def _line(row: dict[str, Any]) -> Text:
+# Payload keys the line already shows (as columns or in front), not repeated in details.
+_SHOWN_KEYS: Final = frozenset(
+    {"ts", "session_id", "event", "severity", "reason", "message", "max", *_FIELDS}
+)
+
+
+def _details(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a warning or an error says besides its columns, reason and message."""
+    return {k: v for k, v in payload.items() if k not in _SHOWN_KEYS and v is not None}
+
+
+def _line(row: dict[str, Any], redactor: Redactor) -> Text:
     fields = " ".join(f"{name}={row[name]}" for name in _FIELDS if row.get(name) is not None)
     ts = iso_utc(row["ts"]) if isinstance(row["ts"], datetime) else str(row["ts"])
     session = row["session_id"] or "-"
     text = f"{row['id']:>6} {ts} {row['severity']:<7} {row['event']:<26} {session} {fields}"
-    payload = _payload(row)
+    payload = _payload(row, redactor)
     if isinstance(payload.get("reason"), str):  # why it was decided, discarded, taken over
         text += f" reason={payload['reason']}"
-    message = payload.get("message") if row["severity"] in _SEVERITY_STYLE else None
-    if message:
-        text += f" message={message}"
+    if row["severity"] in _SEVERITY_STYLE:  # a warning or an error says what and with what
+        if payload.get("message"):
+            text += f" message={payload['message']}"
+        details = _details(payload)
+        if details:
+            text += f" details={json_text(details, compact=True)}"
     return shown(text.rstrip(), _SEVERITY_STYLE.get(row["severity"], ""))
 
 
-def _json_line(row: dict[str, Any]) -> str:
+def _record(row: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """The event as --json/--nl give it: its id, its stored payload, its time."""
     ts = iso_utc(row["ts"]) if isinstance(row["ts"], datetime) else row["ts"]
-    record = {"id": row["id"], **_payload(row), "ts": ts}
-    return json_text(record)
+    return {"id": row["id"], **_payload(row, redactor), "ts": ts}
+
+
+_CSV_COLUMNS: Final = ("id", "ts", "severity", "event", "session_id", *_FIELDS)
+
+
+def _csv_record(row: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """The event as --csv/--tsv give it: fixed columns, then reason, message and details."""
+    payload = _payload(row, redactor)
+    ts = iso_utc(row["ts"]) if isinstance(row["ts"], datetime) else row["ts"]
+    return {
+        **{name: row.get(name) for name in _CSV_COLUMNS},
+        "ts": ts,
+        "reason": payload.get("reason"),
+        "message": payload.get("message"),
+        "details": _details(payload) or None,
+    }
 
 
 def events(
@@ -151,7 +194,13 @@ def events(
         typer.Option(help="Only events at or after (ISO 8601; no offset means UTC)."),
     ] = None,
     limit: Annotated[
-        int, typer.Option(min=1, max=1_000_000, help="The newest N (a note counts the older).")
+        int,
+        typer.Option(
+            min=1,
+            max=1_000_000,
+            help="The newest N (a note counts the older).",
+            show_default=True,
+        ),
     ] = 50,
     include_idle: Annotated[
         bool,
@@ -166,33 +215,56 @@ def events(
     follow_seconds: Annotated[
         float | None, typer.Option(min=0, help="With --follow: stop after this many seconds.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
-    """Print stored events (the source of truth every exporter reads), newest last."""
+    """Print stored events (the source of truth every exporter reads), newest last; a
+    warning or an error with its message and details. Secrets in them are redacted."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
+    if follow and fmt == "json":
+        raise typer.BadParameter(
+            "--follow never ends a JSON array: use --nl (one JSON object per line)",
+            param_hint="--json",
+        )
     asks_for_idle = kind is not None and any(
         name.startswith(kind.replace("*", "")) for name in IDLE_EVENTS
     )
     chosen = EventFilter(session, kind, since, include_idle or asks_for_idle)
+    header = [fmt in ("csv", "tsv")]
 
-    def show(rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            if as_json:
-                sys.stdout.write(_json_line(row) + "\n")
+    def show(rows: list[dict[str, Any]], redactor: Redactor) -> None:
+        if fmt == "table":
+            for row in rows:
+                console.print(_line(row, redactor))
+        elif fmt in ("json", "nl"):
+            records = [_record(row, redactor) for row in rows]
+            if fmt == "nl":
+                write_text("".join(json_text(r, default=json_value) + "\n" for r in records))
             else:
-                console.print(_line(row))
+                write_text(json_text(records, indent=2, default=json_value) + "\n")
+        else:
+            records = [_csv_record(row, redactor) for row in rows]
+            names = [*_CSV_COLUMNS, "reason", "message", "details"]
+            text = records_text(names, [[r[n] for n in names] for r in records], fmt)
+            if not header[0]:
+                text = text.split("\n", 1)[1]  # the header once, before the first rows
+            header[0] = False
+            write_text(text)
         sys.stdout.flush()
 
     async def go() -> None:
         async with open_store(url, config, read_only=True) as store:
+            redactor = store.redactor
             rows, older, hidden = await _newest(store, chosen, limit)
-            show(rows)
-            if not as_json:
-                _notes(chosen, rows, older, hidden)
+            show(rows, redactor)
+            _notes(chosen, rows, older, hidden, limit)
             last = rows[-1]["id"] if rows else 0
             deadline = None if follow_seconds is None else time.monotonic() + follow_seconds
             while follow and (deadline is None or time.monotonic() < deadline):
                 rows = await _after(store, chosen, last, limit)
-                show(rows)
+                show(rows, redactor)
                 last = rows[-1]["id"] if rows else last
                 if len(rows) < limit:
                     await asyncio.sleep(0.5)
@@ -203,12 +275,16 @@ def events(
         return
 
 
-def _notes(chosen: EventFilter, rows: list[dict[str, Any]], older: int, hidden: int) -> None:
+def _notes(
+    chosen: EventFilter, rows: list[dict[str, Any]], older: int, hidden: int, limit: int
+) -> None:
     """What the listing left out, on stderr (so pipes get only events)."""
     if not rows:
         err_console.print(shown(chosen.nothing_found()))
     if older:
-        err_console.print(shown(f"note: {older} older event(s) not shown (raise --limit)"))
+        err_console.print(
+            shown(f"note: {older} older event(s) not shown (--limit {limit + older} shows them)")
+        )
     if hidden:
         err_console.print(
             shown(f"note: {hidden} idle pre-flight estimate(s) hidden (--all shows them)")

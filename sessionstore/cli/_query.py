@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -38,11 +37,11 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, note_cut, write_text
 from ._query_output import render_table, render_text
 from ._text import shown
 
 DEFAULT_LIMIT: Final = 10_000
-_UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored cell is wrapped or cut
 DEFAULT_TIMEOUT_S: Final = 30.0
 SQLITE_HEAP_LIMIT: Final = 512 * 1024 * 1024  # bytes; a query that needs more is stopped
 # The most a result may hold, counted as rows arrive (text as UTF-8, BLOBs as bytes). On
@@ -104,7 +103,7 @@ def _select(
     conn: Connection, sql: str, limit: int, timeout_s: float, role: str | None
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Vet `sql`, then run it under the database's guards; at most `limit + 1` rows fetched."""
-    from ._query_guard import vetted  # the SQL parser loads only for this command
+    from ._query_guard import vetted, written_names  # the parser loads for this command only
 
     sqlite = conn.dialect.name == "sqlite"
     statement = vetted(sql, conn.dialect.name)
@@ -132,7 +131,8 @@ def _select(
         try:
             if not result.returns_rows:
                 raise QueryRejectedError("refused: the statement returns no rows to show")
-            return list(result.keys()), _fetch(result, limit, deadline, timeout_s)
+            names = written_names(sql, conn.dialect.name, list(result.keys()))
+            return names, _fetch(result, limit, deadline, timeout_s)
         finally:
             if sqlite:  # a stopped SQLite statement lets go of the file now, not when collected
                 result.close()
@@ -191,12 +191,13 @@ def query(
     sql: Annotated[str, typer.Argument(help="One read-only SQL statement.")],
     url: UrlOption = None,
     config: ConfigOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="A JSON array of objects.")] = False,
-    as_nl: Annotated[bool, typer.Option("--nl", help="One JSON object per line.")] = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="CSV.")] = False,
-    as_tsv: Annotated[bool, typer.Option("--tsv", help="Tab-separated values.")] = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
     headers: Annotated[
-        bool, typer.Option("--headers/--no-headers", help="Print the column names.")
+        bool,
+        typer.Option("--headers/--no-headers", help="Print the column names.", show_default=True),
     ] = True,
     redact: RedactOption = True,
     limit: Annotated[
@@ -218,13 +219,7 @@ def query(
     ] = None,
 ) -> None:
     """Run read-only SQL (SELECT ...) against the store; writes are refused."""
-    chosen = [
-        name
-        for name, on in (("json", as_json), ("nl", as_nl), ("csv", as_csv), ("tsv", as_tsv))
-        if on
-    ]
-    if len(chosen) > 1:
-        raise typer.BadParameter(f"pick one output format, not {' and '.join(chosen)}")
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
     if role is not None and not QUERY_ROLE_NAME.match(role):
         raise typer.BadParameter(
             "a role name is lower-case letters, digits and _ (as `migrate --query-role` makes)",
@@ -238,8 +233,8 @@ def query(
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
     if len(rows) > limit:
         rows = rows[:limit]
-        err_console.print(shown(f"note: stopped at --limit {limit} rows; raise it to see more"))
-    if chosen:
-        sys.stdout.write(render_text(columns, rows, chosen[0], headers, redactor))
-    else:
+        note_cut(limit, None, "rows")
+    if fmt == "table":
         console.print(render_table(columns, rows, headers, redactor))
+    else:
+        write_text(render_text(columns, rows, fmt, headers, redactor))

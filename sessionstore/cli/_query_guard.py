@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Final
+from typing import Any, Final
 
 import sqlglot
 from sqlglot import exp
@@ -145,6 +145,90 @@ def vetted(sql: str, dialect: str) -> str:
         return prefix + tree.sql(dialect=read, comments=False)
     except RecursionError:  # nesting deeper than the parser's stack: refused, not a traceback
         raise _refused("it is nested too deeply to check") from None
+
+
+# Where the outermost SELECT's list ends (at depth 0).
+_LIST_ENDS: Final = frozenset(
+    {
+        sqlglot.TokenType.FROM,
+        sqlglot.TokenType.WHERE,
+        sqlglot.TokenType.GROUP_BY,
+        sqlglot.TokenType.HAVING,
+        sqlglot.TokenType.ORDER_BY,
+        sqlglot.TokenType.LIMIT,
+        sqlglot.TokenType.OFFSET,
+        sqlglot.TokenType.UNION,
+        sqlglot.TokenType.INTERSECT,
+        sqlglot.TokenType.EXCEPT,
+        sqlglot.TokenType.WINDOW,
+        sqlglot.TokenType.SEMICOLON,
+    }
+)
+
+
+def written_names(sql: str, dialect: str, names: list[str]) -> list[str]:
+    """The result's column names as the user's own statement would have them.
+
+    What runs is the parser's re-printing, and SQLite names an unaliased expression by its
+    text: `count(*)` would come back as `COUNT(*)`, `a+b` as `a + b`. Those columns take the
+    text as written; aliases, columns and stars keep the names the database gave (the same
+    for both texts). PostgreSQL names expressions by their function (`count`), alike for
+    both. When the list cannot be matched up, the names are returned unchanged."""
+    if dialect != "sqlite" or _PRAGMA.match(sql) or _EXPLAIN.match(sql):
+        return names
+    try:
+        tree = _one_statement(sql, "sqlite")
+        spans = _projection_texts(sql, "sqlite")
+    except (QueryRejectedError, ParseError, TokenError, RecursionError):
+        return names
+    if not isinstance(tree, exp.Select) or spans is None:
+        return names
+    projections = tree.expressions
+    if len(spans) != len(projections) or len(projections) != len(names):
+        return names
+    if any(isinstance(node, exp.Star) or node.is_star for node in projections):
+        return names
+    return [
+        name if isinstance(node, exp.Alias | exp.Column) else text
+        for name, node, text in zip(names, projections, spans, strict=True)
+    ]
+
+
+def _projection_texts(sql: str, dialect: str) -> list[str] | None:
+    """The text of each item of the outermost SELECT's list, as typed (None: not found)."""
+    tokens = sqlglot.tokenize(sql, read=dialect)
+    depth = 0
+    start = None
+    for index, token in enumerate(tokens):
+        if token.token_type == sqlglot.TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == sqlglot.TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type == sqlglot.TokenType.SELECT:
+            start = index + 1
+            break
+    if start is None:
+        return None
+    while start < len(tokens) and tokens[start].token_type in (
+        sqlglot.TokenType.DISTINCT,
+        sqlglot.TokenType.ALL,
+    ):
+        start += 1
+    items: list[list[Any]] = [[]]
+    for token in tokens[start:]:
+        if token.token_type == sqlglot.TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == sqlglot.TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type in _LIST_ENDS:
+            break
+        elif depth == 0 and token.token_type == sqlglot.TokenType.COMMA:
+            items.append([])
+            continue
+        items[-1].append(token)
+    if any(not item for item in items):
+        return None
+    return [sql[item[0].start : item[-1].end + 1].strip() for item in items]
 
 
 def _vetted_pragma(sql: str, dialect: str) -> str:

@@ -7,8 +7,6 @@ markup, NULL stays distinguishable from '' and BLOBs are base64 text.
 from __future__ import annotations
 
 import base64
-import csv
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -18,9 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._redaction import Redactor
+from ._output import records_text
 from ._text import json_text, shown
-
-FORMATS = ("table", "json", "nl", "csv", "tsv")
 
 
 def cell(value: Any, redactor: Redactor) -> Any:
@@ -60,16 +57,7 @@ def render_text(
 ) -> str:
     """The rows as json/nl/csv/tsv text (the table format is `render_table`)."""
     data = [[cell(value, redactor) for value in row] for row in rows]
-    if fmt == "json":
-        return json_text([dict(zip(columns, row, strict=True)) for row in data], indent=2) + "\n"
-    if fmt == "nl":
-        return "".join(json_text(dict(zip(columns, row, strict=True))) + "\n" for row in data)
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
-    if headers:
-        writer.writerow(columns)
-    writer.writerows(data)  # NULL is an empty field; '' is written the same (see docs)
-    return out.getvalue()
+    return records_text(columns, data, fmt, headers=headers)
 
 
 def render_table(

@@ -36,6 +36,7 @@ from ._common import (
     load_settings,
     open_store,
 )
+from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records
 from ._progress import progress_bar
 from ._text import shown
 
@@ -66,7 +67,6 @@ async def _rows_due(store: SessionStore, policies: list[RetentionPolicy], at: da
 # A century is plenty; past ~739,000 days the cutoff (now - days) is before year 1 and every
 # later `retention run` would fail on the stored policy.
 MAX_DAYS: Final = 36_500
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 @retention_app.command("run")
@@ -75,11 +75,16 @@ def run(
     config: ConfigOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count only; change nothing.")] = False,
     batch_size: Annotated[
-        int, typer.Option(min=1, max=1_000_000, help="Rows per transaction.")
+        int,
+        typer.Option(min=1, max=1_000_000, help="Rows per transaction.", show_default=True),
     ] = 500,
-    as_json: JsonOption = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
     """Apply every enabled policy now (on PostgreSQL, sessionstore_apply_retention() too)."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
     async def go() -> RetentionReport:
         async with open_store(url, config, read_only=dry_run) as store:
@@ -105,22 +110,32 @@ def run(
                 )
 
     report = asyncio.run(go())
-    if as_json:
+    if as_json:  # one object, as before: the run's kind and the count of each policy
         emit_json({"dry_run": report.dry_run, "counts": report.counts})
         return
-    if not report.counts:
+    if not report.counts and fmt == "table":
         console.print(
-            "No enabled retention policies; add one with `sessionstore retention policy set`."
+            shown(
+                "No enabled retention policies; add one with `sessionstore retention policy set`."
+            )
         )
         return
-    table = Table(title="Retention " + ("(dry run: nothing changed)" if dry_run else "run"))
-    table.add_column("policy")
-    table.add_column(
-        "rows " + ("that would be affected" if dry_run else "affected"), justify="right"
-    )
-    for name, count in report.counts.items():
-        table.add_row(shown(name), shown(f"{count:,}"))
-    console.print(table)
+    records = [
+        {"policy": name, "rows": count, "dry_run": report.dry_run}
+        for name, count in report.counts.items()
+    ]
+
+    def table() -> Table:
+        drawn = Table(title="Retention " + ("(dry run: nothing changed)" if dry_run else "run"))
+        drawn.add_column("policy")
+        drawn.add_column(
+            "rows " + ("that would be affected" if dry_run else "affected"), justify="right"
+        )
+        for name, count in report.counts.items():
+            drawn.add_row(shown(name), shown(f"{count:,}"))
+        return drawn
+
+    emit_records(records, fmt, table, columns=("policy", "rows", "dry_run"))
 
 
 @policy_app.command("set")
@@ -154,8 +169,16 @@ def set_(
 
 
 @policy_app.command("list")
-def list_(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+def list_(
+    url: UrlOption = None,
+    config: ConfigOption = None,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
+) -> None:
     """List the policies."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
     async def go() -> list[tuple[RetentionPolicy, str]]:
         async with open_store(url, config, read_only=True) as store:
@@ -172,15 +195,17 @@ def list_(url: UrlOption = None, config: ConfigOption = None, as_json: JsonOptio
         }
         for p, source in asyncio.run(go())
     ]
-    if as_json:
-        emit_json(rows)
-        return
-    table = Table(title="Retention policies")
-    for column in ("name", "action", "older_than_days", "keep_archives", "enabled", "source"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(shown(value) for value in row.values()))
-    console.print(table)
+    columns = ("name", "action", "older_than_days", "keep_archives", "enabled", "source")
+
+    def table() -> Table:
+        drawn = Table(title="Retention policies")
+        for column in columns:
+            drawn.add_column(column)
+        for row in rows:
+            drawn.add_row(*(shown(value) for value in row.values()))
+        return drawn
+
+    emit_records(rows, fmt, table, columns=columns)
 
 
 @policy_app.command("delete")

@@ -19,13 +19,12 @@ from ._common import (
     ConfigOption,
     RedactOption,
     UrlOption,
-    console,
-    emit_json,
     err_console,
     iso_utc,
     open_store,
     record_audit,
 )
+from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records, note_cut
 from ._text import shown
 
 
@@ -34,9 +33,15 @@ def search(
     url: UrlOption = None,
     config: ConfigOption = None,
     session: Annotated[str | None, typer.Option(help="Only this session's history.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many hits.")] = 20,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, max=10_000, help="At most this many hits.", show_default=True),
+    ] = 20,
     redact: RedactOption = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
     """Rows of any session's history holding every word, best match first (rows sealed by
     payload encryption are not indexed)."""
@@ -44,33 +49,43 @@ def search(
         search_words(query)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="QUERY") from None
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
     async def go() -> list[SearchHit]:
         async with open_store(url, config, read_only=True) as store:
-            return await store.search(query, session_id=session, limit=limit, redact=redact)
+            found = await store.search(query, session_id=session, limit=limit + 1, redact=redact)
+            return found
 
     hits = asyncio.run(go())
+    cut = len(hits) > limit
+    hits = hits[:limit]
     if not redact:
         asyncio.run(record_audit(url, config, [redaction_disabled_event(session)]))
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
-    if as_json:
-        emit_json([_hit_dict(hit) for hit in hits])
-    else:
-        table = Table(title=shown(f"Search {query!r}: {len(hits)} hit(s)"))
+
+    def table() -> Table:
+        drawn = Table(title=shown(f"Search {query!r}: {len(hits)} hit(s)"))
         for column in ("session_id", "seq", "role/tool", "created_at", "text"):
-            table.add_column(column, justify="right" if column == "seq" else "left")
+            drawn.add_column(column, justify="right" if column == "seq" else "left")
         for hit in hits:
-            table.add_row(
+            drawn.add_row(
                 shown(hit.session_id),
                 shown(hit.seq),
                 shown(hit.tool_name or hit.role or hit.kind),
                 shown(iso_utc(hit.created_at)),
                 shown(hit.snippet),
             )
-        console.print(table)
+        return drawn
+
+    emit_records([_hit_dict(hit) for hit in hits], fmt, table, columns=_HIT_COLUMNS)
+    if cut:
+        note_cut(len(hits), None, "hits")
     if not hits:
         err_console.print(shown("no row holds every word; try fewer words"))
         raise typer.Exit(EXIT_FAILED)
+
+
+_HIT_COLUMNS = ("session_id", "seq", "kind", "role", "tool_name", "created_at", "snippet", "item")
 
 
 def _hit_dict(hit: SearchHit) -> dict[str, object]:

@@ -20,6 +20,7 @@ from .._items import text_of
 from .._opaque import is_opaque, opaque_view
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
+from .._schema import sessions as sessions_table
 from .._store import SessionStore
 from .._time_travel import Rewind
 from ..compaction._provider_marker import Bindings, bindings_of
@@ -31,17 +32,27 @@ from ._common import (
     UrlOption,
     command_group,
     console,
-    emit_json,
     err_console,
+    is_terminal,
     iso_utc,
     open_store,
     record_audit,
+)
+from ._output import (
+    CsvFlag,
+    JsonFlag,
+    NlFlag,
+    TsvFlag,
+    chosen_format,
+    count_rows,
+    emit_records,
+    note_cut,
 )
 from ._points import parse_point
 from ._text import json_text, shown
 
 sessions_app = command_group(help="List, show, export, import and delete sessions.")
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+JsonOption = JsonFlag  # what `verify` imports
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
 ]
@@ -101,26 +112,37 @@ def list_(
     url: UrlOption = None,
     config: ConfigOption = None,
     limit: Annotated[
-        int, typer.Option(min=1, max=1_000_000, help="At most this many sessions.")
+        int,
+        typer.Option(min=1, max=1_000_000, help="At most this many sessions.", show_default=True),
     ] = 100,
-    as_json: JsonOption = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
     """Sessions, most recently updated first."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
-    async def go() -> list[SessionInfo]:
+    async def go() -> tuple[list[SessionInfo], int | None]:
         async with open_store(url, config, read_only=True) as store:
-            return await store.list_sessions(limit=limit)
+            found = await store.list_sessions(limit=limit + 1)
+            total = await count_rows(store, sessions_table) if len(found) > limit else None
+            return found[:limit], total
 
-    rows = [_info_dict(info) for info in asyncio.run(go())]
-    if as_json:
-        emit_json(rows)
-        return
-    table = Table(title=f"Sessions ({len(rows)})")
-    for column in _LIST_COLUMNS:
-        table.add_column(column, justify="right" if column in ("items", "tokens") else "left")
-    for row in rows:
-        table.add_row(*(shown("" if value is None else value) for value in row.values()))
-    console.print(table)
+    infos, total = asyncio.run(go())
+    rows = [_info_dict(info) for info in infos]
+
+    def table() -> Table:
+        drawn = Table(title=f"Sessions ({len(rows)})")
+        for column in _LIST_COLUMNS:
+            drawn.add_column(column, justify="right" if column in ("items", "tokens") else "left")
+        for row in rows:
+            drawn.add_row(*(shown("" if value is None else value) for value in row.values()))
+        return drawn
+
+    emit_records(rows, fmt, table, columns=_LIST_COLUMNS)
+    if total is not None:
+        note_cut(len(rows), total, "sessions")
 
 
 def _in_range(row: StoredRow, seqs: str | None) -> bool:
@@ -295,9 +317,14 @@ def show(
         str | None,
         typer.Option("--agent", help="Only the rows this agent produced (a multi-agent run)."),
     ] = None,
-    as_json: JsonOption = False,
+    as_json: JsonFlag = False,
+    as_nl: NlFlag = False,
+    as_csv: CsvFlag = False,
+    as_tsv: TsvFlag = False,
 ) -> None:
-    """The rows of a session: seq, kind, role/type, agent, tool, tokens and a preview."""
+    """The rows of a session: seq, kind, role/type, agent, tool, tokens and its text (a
+    preview on a terminal; whole into a pipe)."""
+    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
     seqs = _check_seqs(seq)
     _check_agent(agent)
     # A plain --tail of the active context reads only its tail (a 100,000-row session).
@@ -313,12 +340,13 @@ def show(
     marked = frozenset() if masking is None or masking.seqs is None else masking.seqs
     if masking is not None:
         _say_masking(masking, call)
-    if as_json:
+    if fmt != "table":
         dicts = [_row_dict(row, redactor, bindings, opaque=True) for row in rows]
         if masking is not None:  # --call: whether the model got a placeholder for the row
             for row, shown_row in zip(rows, dicts, strict=True):
                 shown_row["sent_masked"] = None if masking.seqs is None else row.seq in marked
-        emit_json(dicts)
+        columns = [*_ROW_COLUMNS, *(["sent_masked"] if masking is not None else [])]
+        emit_records(dicts, fmt, Table, columns=columns)
         return
     what = "history" if history else "active context"
     if call is not None:
@@ -326,6 +354,7 @@ def show(
     if agent is not None:
         what += f" of agent {redactor.text(agent)}"
     title = shown(f"{session_id}: {what}" + (f" as of {as_of}" if as_of else ""))
+    preview = PREVIEW_CHARS if is_terminal() else None  # a pipe gets every word
     table = Table(title=title)
     for column in ("seq", "kind", "role/type", "agent", "tool", "tokens", "text"):
         table.add_column(column, justify="right" if column in ("seq", "tokens") else "left")
@@ -340,7 +369,7 @@ def show(
             shown(redactor.text(row.agent or "")),
             shown(row.tool_name or ""),
             shown(row.tokens),
-            shown(text[:PREVIEW_CHARS]),
+            shown(text[:preview]),
         )
     console.print(table)
 
@@ -377,6 +406,21 @@ def _shown_item(
         return opaque_view(row.item, provider=provider, model=model)
     shown_item: dict[str, Any] = redactor.value(row.item)
     return shown_item
+
+
+_ROW_COLUMNS: Final = (
+    "seq",
+    "kind",
+    "role",
+    "item_type",
+    "agent",
+    "tool_name",
+    "call_id",
+    "tokens",
+    "ref_seq",
+    "created_at",
+    "item",
+)
 
 
 def _row_dict(

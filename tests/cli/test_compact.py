@@ -202,7 +202,7 @@ def test_a_prune_only_compaction_keeps_the_prior_summary_and_says_so(uncompacted
     )
 
     assert result.exit_code == 1, result.output
-    assert "│ kept summary" in result.output and "│ prior summary" not in result.output
+    assert "\tkept summary\t" in result.output and "\tprior summary\t" not in result.output
     assert "(the prior summary is kept unchanged)" in result.output
     assert "Wrote <COMPACT-SUMMARY" not in result.output
     assert _summaries(uncompacted) == ["<COMPACT-SUMMARY v1>"]

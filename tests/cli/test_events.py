@@ -13,13 +13,13 @@ from tests.support.cli import assert_refused, mentions, run
 
 
 def test_filters_by_session_and_type(seeded: str) -> None:
-    result = run("events", "--url", seeded, "--session", "work", "--type", "compact.*", "--json")
+    result = run("events", "--url", seeded, "--session", "work", "--type", "compact.*", "--nl")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     names = {row["event"] for row in rows}
     assert {"compact.trigger_decision", "compact.summary_created"} <= names
     assert all(row["session_id"] == "work" for row in rows)
-    only = run("events", "--url", seeded, "--type", "compact.archival", "--json")
+    only = run("events", "--url", seeded, "--type", "compact.archival", "--nl")
     assert {json.loads(line)["event"] for line in only.stdout.splitlines()} == {"compact.archival"}
 
 
@@ -51,12 +51,13 @@ def test_a_filter_that_matches_nothing_says_so(seeded: str) -> None:
     result = run("events", "--url", seeded, "--type", "compact.nothing_like_this")
     assert result.exit_code == 0
     assert mentions(result, "no events match --type 'compact.nothing_like_this'")
-    quiet = run("events", "--url", seeded, "--session", "nope", "--json")
-    assert quiet.exit_code == 0 and quiet.output == ""
+    quiet = run("events", "--url", seeded, "--session", "nope", "--nl")
+    assert quiet.exit_code == 0 and quiet.stdout == ""  # the note is on stderr
+    assert "no events match --session 'nope'" in quiet.stderr
 
 
 def test_the_config_file_names_the_database(config_file: Path) -> None:
-    result = run("events", "--config", str(config_file), "--session", "work", "--json")
+    result = run("events", "--config", str(config_file), "--session", "work", "--nl")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert "compact.summary_created" in {row["event"] for row in rows}
@@ -67,7 +68,7 @@ def _event_ids(result_stdout: str) -> list[int]:
 
 
 def test_the_newest_are_shown_and_the_rest_counted(seeded: str) -> None:
-    everything = _event_ids(run("events", "--url", seeded, "--all", "--json").stdout)
+    everything = _event_ids(run("events", "--url", seeded, "--all", "--nl").stdout)
     newest = run("events", "--url", seeded, "--all", "--limit", "3")
     assert newest.exit_code == 0, newest.output
     shown_ids = [int(line.split()[0]) for line in newest.stdout.splitlines()]
@@ -102,7 +103,7 @@ async def _record(url: str, *events: Event) -> None:
 
 
 def test_follow_starts_at_the_newest(seeded: str) -> None:
-    everything = _event_ids(run("events", "--url", seeded, "--all", "--json").stdout)
+    everything = _event_ids(run("events", "--url", seeded, "--all", "--nl").stdout)
     followed = run(
         "events", "--url", seeded, "--all", "--limit", "2", "--follow", "--follow-seconds", "0.3"
     )

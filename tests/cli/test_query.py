@@ -84,8 +84,11 @@ def test_a_query_that_cannot_run_is_one_clear_line(seeded: str, sql: str, words:
 
 
 def test_the_table_output_counts_rows(seeded: str) -> None:
-    result = run("query", "SELECT session_id FROM sessions ORDER BY session_id", "--url", seeded)
-    assert result.exit_code == 0 and "2 row(s)" in result.output
+    sql = "SELECT session_id FROM sessions ORDER BY session_id"
+    result = run("query", sql, "--url", seeded, env={"SESSIONSTORE_TERMINAL": "1"})
+    assert result.exit_code == 0 and "2 row(s)" in result.output  # the title, on a terminal
+    piped = run("query", sql, "--url", seeded)  # into a pipe: the header, then a line a row
+    assert piped.exit_code == 0 and piped.stdout == "session_id\nother\nwork\n"
 
 
 def test_the_config_file_names_the_database(config_file: Path) -> None:
@@ -131,7 +134,9 @@ def test_the_table_prints_hostile_text_verbatim_and_null_as_null(seeded: str) ->
 
 
 def test_two_formats_at_once_are_refused(seeded: str) -> None:
-    assert_refused(run("query", "SELECT 1", "--url", seeded, "--csv", "--json"), 2, "json and csv")
+    assert_refused(
+        run("query", "SELECT 1", "--url", seeded, "--csv", "--json"), 2, "--json and --csv"
+    )
 
 
 def test_secrets_are_redacted_unless_asked_and_the_opt_out_is_recorded(seeded: str) -> None:
@@ -176,7 +181,7 @@ def test_the_row_cap_stops_early_and_says_so(seeded: str) -> None:
     result = run("query", MANY_ROWS, "--url", seeded, "--nl", "--limit", "3")
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["i"] for line in result.stdout.splitlines()] == [1, 2, 3]
-    assert "stopped at --limit 3 rows" in result.stderr
+    assert "note: the first 3 rows shown; there are more (--limit N for more)" in result.stderr
     whole = run("query", "SELECT session_id FROM sessions", "--url", seeded, "--limit", "2")
     assert whole.exit_code == 0 and "--limit" not in whole.stderr
 

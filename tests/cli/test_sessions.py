@@ -20,8 +20,14 @@ def test_list_reports_every_session(seeded: str) -> None:
     by_id = {row["session_id"]: row for row in listed}
     assert set(by_id) == {"work", "other"}
     assert by_id["work"]["compactions"] == 1 and by_id["other"]["items"] == 1
-    table = run("sessions", "list", "--url", seeded)
-    assert table.exit_code == 0 and "Sessions (2)" in table.output
+    table = run("sessions", "list", "--url", seeded, env={"SESSIONSTORE_TERMINAL": "1"})
+    assert table.exit_code == 0 and "Sessions (2)" in table.output  # drawn on a terminal
+    piped = run("sessions", "list", "--url", seeded)  # into a pipe: a header, a line each
+    assert piped.stdout.splitlines()[0].split("\t")[0] == "session_id"
+    assert sorted(line.split("\t")[0] for line in piped.stdout.splitlines()[1:]) == [
+        "other",
+        "work",
+    ]
 
 
 def test_export_is_redacted_unless_asked(seeded: str, tmp_path: Path) -> None:

@@ -40,10 +40,15 @@ def run(
     return runner.invoke(app, list(args), env=env, input=input)
 
 
-def run_process(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_process(
+    *args: str, cwd: Path, timeout: float = 60, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The installed command in a real process, output to a pipe, the default database
-    being the one in `cwd` ($SESSIONSTORE_URL unset)."""
-    env = {name: value for name, value in os.environ.items() if name != "SESSIONSTORE_URL"}
+    being the one in `cwd` ($SESSIONSTORE_URL unset); `env` adds variables."""
+    env = {
+        **{name: value for name, value in os.environ.items() if name != "SESSIONSTORE_URL"},
+        **(env or {}),
+    }
     return subprocess.run(
         [sys.executable, "-m", "sessionstore.cli", *args],
         capture_output=True,
