@@ -93,6 +93,8 @@ def entry(
         label = "cleared"
     elif kind == "tombstone" and ref_seq is not None:
         label = f"popped #{ref_seq}"
+    elif kind == "carry" and ref_seq is not None and compaction_id is None:
+        label = f"copy of #{ref_seq} (rewind)"
     elif kind == "carry" and ref_seq is not None:
         label = f"kept verbatim: copy of #{ref_seq}"
     text = note if note is not None else _text(item, redactor)

@@ -54,6 +54,10 @@ async def seed(url: str) -> None:
         await store.fork("work", "work-alt", at=HistoryPoint.before_turn(3))
         await store.append("work-alt", [user("an alternative question about pelicans")])
         await store.append("work-alt", [assistant("pelicans answer")], agent="billing")
+        for item in turns(3, seed=2, size=5):
+            await store.append("rewound", [item])
+        await store.rewind("rewound", 2)
+        await store.append("rewound", [user("a second try")])
         await store.append(
             HOSTILE_ID,
             [

@@ -66,7 +66,7 @@ async def test_browsing_the_list_a_session_a_compaction_a_chart_search_and_branc
         page = await browser.new_page(viewport={"width": 1280, "height": 900})
         dialogs = _dialogs(page)
         await page.goto(base + "/")
-        await expect(page.locator("table#sessions tbody tr")).to_have_count(3)
+        await expect(page.locator("table#sessions tbody tr")).to_have_count(4)
         await _shot(page, backend, "list")
         await page.fill("input[name=q]", "alt")
         await page.click("form.filter button")

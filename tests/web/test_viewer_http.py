@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from importlib.resources import files
 from urllib.parse import quote
 
 import httpx
@@ -278,3 +279,15 @@ async def test_with_a_key_the_archived_originals_and_sealed_rows_are_shown(db_ur
         assert "no key is configured" in page and 'class="archive"' not in page
         assert "[sealed: no key to open it]" in (await client.get("/session?id=sealed")).text
     await keyless.close()
+
+
+async def test_a_rewind_is_marked_where_it_happened(viewer: httpx.AsyncClient) -> None:
+    html = (await viewer.get("/session?id=rewound")).text
+    assert "rewound to #2" in html and "copy of #2 (rewind)" in html and "a second try" in html
+
+
+def test_templates_and_assets_ship_in_the_package() -> None:
+    root = files("sessionstore.web")
+    for name in ("base.html", "session.html", "tokens.html", "compaction.html"):
+        assert (root / "templates" / name).is_file()
+    assert (root / "static" / "viewer.css").is_file()
