@@ -7,12 +7,14 @@ import base64
 import json
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from sessionstore import (
     HistoryPoint,
+    ModelCall,
     Redactor,
     SessionInfo,
     SessionStore,
@@ -206,15 +208,55 @@ async def _opened_sealed(store: SessionStore, rows: list[q.RawRow]) -> dict[int,
     return opened
 
 
+def _new_seqs(payload: object) -> list[int]:
+    seqs = payload.get("new_seqs") if isinstance(payload, dict) else None
+    return [seq for seq in seqs or () if isinstance(seq, int)]
+
+
 async def masked_seqs(store: SessionStore, session_id: str) -> set[int]:
-    """Rows masking replaced by a placeholder in a model call (`compact.masked` events)."""
+    """Rows masking has sent as a placeholder in some model call (the `new_seqs` of the
+    session's `compact.masked` events): masking is a view, the stored rows stay whole."""
     found = await store.read_snapshot(q.events_of, session_id, names=["compact.masked"])
+    return {seq for event in found for seq in _new_seqs(event["payload"])}
+
+
+def _estimated(payload: object) -> object:
+    breakdown = payload.get("breakdown") if isinstance(payload, dict) else None
+    return breakdown.get("messages") if isinstance(breakdown, dict) else None
+
+
+async def call_masked_seqs(
+    store: SessionStore, calls: Sequence[ModelCall], number: int
+) -> set[int] | None:
+    """The rows call `number` was sent masked, as its record says: its pre-flight estimate
+    (`compact.token_estimate`, matched to the calls in order by their `input_tokens_est`, as
+    `sessions show --call` matches them) and the `compact.masked` events stored before it (a
+    masked output stays masked). None: its record does not say."""
+    call = next(c for c in calls if c.call == number)
+    found = await store.read_snapshot(
+        q.events_of,
+        call.session_id,
+        names=["compact.token_estimate", "compact.masked"],
+        limit=100_000,
+    )
+    estimates = [e for e in found if e["event"] == "compact.token_estimate"]
+    position, cutoff = 0, None
+    for earlier in calls:
+        cutoff = None
+        for at in range(position, len(estimates)):
+            estimated = earlier.input_tokens_est
+            if estimated is not None and _estimated(estimates[at]["payload"]) == estimated:
+                cutoff, position = int(estimates[at]["id"]), at + 1
+                break
+        if earlier.call == number:
+            break
+    if cutoff is None:
+        return None
     return {
         seq
-        for event in found
-        if isinstance(event["payload"], dict)
-        for seq in event["payload"].get("new_seqs") or ()
-        if isinstance(seq, int)
+        for e in found
+        if e["event"] == "compact.masked" and int(e["id"]) < cutoff
+        for seq in _new_seqs(e["payload"])
     }
 
 
@@ -258,8 +300,6 @@ async def timeline(
     for row in raw:
         item = from_raw(row, redactor, opened)
         if row.seq in masked or row.session_id != session_id:
-            from dataclasses import replace
-
             item = replace(item, masked=row.seq in masked, shared=row.session_id != session_id)
         entries.append(item)
     lowest = segments[-1].first if segments else 0
@@ -359,8 +399,6 @@ async def compaction_page(
     )
     carried = {row.ref_seq for row in written if row.kind == "carry"}
     replaced = []
-    from dataclasses import replace
-
     for row in raw:
         entry = from_raw(row, redactor, opened)
         replaced.append(replace(entry, masked=row.seq in masked))
@@ -420,11 +458,14 @@ async def call_page(
     call = chosen[0]
     entries: list[Entry] = []
     unsaved: list[Entry] = []
+    unknown_masking = False
     if call.context_to_seq is not None:
         _, rows = await store.rows_as_of(session_id, HistoryPoint.at_seq(call.context_to_seq))
-        masked = await masked_seqs(store, session_id)
-        from dataclasses import replace
-
+        known = await call_masked_seqs(store, calls, number)
+        masked = known or set()
+        unknown_masking = known is None and call.input_tokens_est != sum(
+            row.tokens for row in visible_rows(rows)
+        )
         entries = [
             replace(from_stored(row, redactor), masked=row.seq in masked)
             for row in visible_rows(rows)
@@ -438,7 +479,13 @@ async def call_page(
             )
             opened = await _opened_sealed(store, later)
             unsaved = [from_raw(row, redactor, opened) for row in later]
-    return {"info": info, "call": call, "entries": entries, "unsaved": unsaved}
+    return {
+        "info": info,
+        "call": call,
+        "entries": entries,
+        "unsaved": unsaved,
+        "unknown_masking": unknown_masking,
+    }
 
 
 # ---------------------------------------------------------------- time travel

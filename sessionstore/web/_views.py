@@ -8,7 +8,7 @@ cannot show a secret or act on the page.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -173,8 +173,6 @@ def from_stored(row: StoredRow, redactor: Redactor) -> Entry:
 
 def numbered(entries: Iterable[Entry], first_turn: int) -> list[Entry]:
     """Entries (oldest first) with each user message numbered as the turn it starts."""
-    from dataclasses import replace
-
     shown: list[Entry] = []
     turn = first_turn
     for item in entries:
