@@ -123,8 +123,9 @@ async def session_list(
     )
     more = len(rows) > LIST_ROWS
     rows = rows[:LIST_ROWS]
-    ids = [row.session_id for row in rows]
-    agents = await store.read_snapshot(q.agents_of, ids)
+    agents = await store.read_snapshot(
+        q.agents_of, [(row.session_id, row.last_seq) for row in rows]
+    )
     total = await store.read_snapshot(q.session_count, query or None)
     next_cursor = _cursor(last_key[LIST_ROWS - 1], rows[-1].session_id) if more and rows else None
     return SessionList(rows, agents, total, query, sort, descending, next_cursor)

@@ -111,6 +111,7 @@ class SessionRow:
     compaction_count: int
     cost_usd: float | None
     parent_session_id: str | None
+    last_seq: int
 
 
 def _like(text: str) -> str:
@@ -146,6 +147,7 @@ def session_page(
         _sessions.c.compaction_count,
         cost.label("cost_usd"),
         _sessions.c.parent_session_id,
+        _sessions.c.last_seq,
         key,
     ).select_from(
         _sessions.outerjoin(_usage, _usage.c.session_id == _sessions.c.session_id)
@@ -170,8 +172,8 @@ def session_page(
     ids = _sessions.c.session_id.desc() if sort == "id" and descending else _sessions.c.session_id
     statement = statement.order_by(order, ids).limit(limit)
     found = conn.execute(statement).all()
-    rows = [SessionRow(*row[:7]) for row in found]
-    keys = [row[7] for row in found]
+    rows = [SessionRow(*row[:8]) for row in found]
+    keys = [row[8] for row in found]
     if sort != "cost" and rows:  # the page's costs: one lookup of its ids in the view
         costs = dict(
             conn.execute(
@@ -192,13 +194,22 @@ def session_count(conn: Connection, query: str | None) -> int:
     return int(conn.execute(statement).scalar_one())
 
 
-def agents_of(conn: Connection, session_ids: Sequence[str]) -> dict[str, list[str]]:
-    """The agents that produced rows of each session (a page's worth of sessions)."""
-    if not session_ids:
+AGENT_ROWS: Final = 5_000  # the list's agents are those of each session's newest rows
+
+
+def agents_of(conn: Connection, sessions: Sequence[tuple[str, int]]) -> dict[str, list[str]]:
+    """The agents that produced each session's newest AGENT_ROWS rows, for a page of
+    (session id, last seq): one query of bounded primary-key ranges, whatever the sessions'
+    length (`messages.agent` has no index)."""
+    if not sessions:
         return {}
+    ranges = [
+        sa.and_(_messages.c.session_id == sid, _messages.c.seq > last_seq - AGENT_ROWS)
+        for sid, last_seq in sessions
+    ]
     statement = (
         sa.select(_messages.c.session_id, _messages.c.agent)
-        .where(_messages.c.session_id.in_(list(session_ids)), _messages.c.agent.is_not(None))
+        .where(sa.or_(*ranges), _messages.c.agent.is_not(None))
         .distinct()
     )
     found: dict[str, list[str]] = {}
