@@ -48,7 +48,7 @@ def _environment(redactor: Redactor) -> jinja2.Environment:
         autoescape=True,  # every template, whatever its name
         finalize=finalize,
         undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
+        trim_blocks=False,  # a line's end stays a space between inline facts
         lstrip_blocks=True,
     )
 
