@@ -21,10 +21,7 @@ from ._retention import retention_app
 from ._schema import schema
 from ._search import search
 from ._serve import serve
-from ._sessions import sessions_app
-from ._sessions_bulk import delete as delete_sessions
-from ._sessions_bulk import export as export_sessions
-from ._sessions_bulk import import_export
+from ._sessions_bulk import sessions_app  # with export/delete of many and import
 from ._usage import usage
 from ._verify import verify
 
@@ -61,10 +58,6 @@ app.command()(compact)
 app.add_typer(retention_app, name="retention")
 app.add_typer(archive_app, name="archive")
 app.add_typer(keys_app, name="keys")
-# export and delete take one session or many (ids, `-`, --all, --where); import reads an export
-sessions_app.command("export")(export_sessions)
-sessions_app.command("delete")(delete_sessions)
-sessions_app.command("import")(import_export)
 app.add_typer(sessions_app, name="sessions")
 app.command()(events)
 app.command()(query)

@@ -37,10 +37,12 @@ from ._common import (
 )
 from ._import import _target as target_store
 from ._progress import progress_bar
-from ._sessions import AsOfOption, HistoryOption, _shown_item
+from ._sessions import AsOfOption, HistoryOption, _shown_item, sessions_app
 from ._sessions import delete as delete_one
 from ._sessions import export as export_one
 from ._text import json_text, shown, visible
+
+__all__ = ["delete", "export", "import_export", "sessions_app"]
 
 _BATCH: Final = 500  # items appended per transaction by `sessions import`
 _NAMED: Final = 20  # ids the delete prompt names before "and N more"
@@ -332,3 +334,10 @@ def _record(line: str, number: int) -> dict[str, Any]:
             param_hint="FILE",
         )
     return dict(record)
+
+
+# Importing this module completes `sessions`: export and delete of one session or many, and
+# import of a many-session export (the root loads `sessions_app` from here).
+sessions_app.command("export")(export)
+sessions_app.command("delete")(delete)
+sessions_app.command("import")(import_export)
