@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ._branch_ids import branch_name, branch_session_id
+
 if TYPE_CHECKING:
     from ... import SessionStore
 
@@ -30,12 +32,9 @@ class SDKTurnsMixin:
     def _store_session_of(self, branch_id: str | None) -> str:
         """The store session holding `branch_id` (None: the current branch), as `get_items`
         resolves it; an unknown branch reads as an empty one, as in the SDK."""
-        # Imported here: _session imports this module to build SQLSession.
-        from ._session import _branch_name, branch_session_id
-
         if branch_id is None:
             return self.active_session_id
-        return branch_session_id(self.session_id, _branch_name(branch_id))
+        return branch_session_id(self.session_id, branch_name(branch_id))
 
     async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
         """The user turns of a branch (current one by default), shaped like

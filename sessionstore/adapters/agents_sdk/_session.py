@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from agents.memory.session_settings import (
     SessionSettings,
@@ -33,6 +33,8 @@ from ... import (
     item_list,
 )
 from ..._sdk_first_access import SdkHistory, SdkTables
+from ._branch_ids import BRANCH_SEPARATOR, MAIN_BRANCH, branch_session_id
+from ._branch_ids import branch_name as _branch_name
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
@@ -419,24 +421,6 @@ class SQLSession(SDKSurface):
         """Close the store if this session created it (from_url)."""
         if self._owns_store:
             await self.store.close()
-
-
-MAIN_BRANCH: Final = "main"
-BRANCH_SEPARATOR: Final = "#branch:"  # "user-42#branch:retry": reserved in SQLSession ids
-
-
-def _branch_name(name: object) -> str:
-    """A branch name as the SDK accepts it; "#" is refused so store ids never collide."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("Branch name cannot be empty")
-    if "#" in name:
-        raise ValueError(f"Branch name {name!r} cannot contain '#'")
-    return name
-
-
-def branch_session_id(session_id: str, branch_id: str) -> str:
-    """The store session that holds `branch_id` of SDK session `session_id`."""
-    return session_id if branch_id == MAIN_BRANCH else f"{session_id}{BRANCH_SEPARATOR}{branch_id}"
 
 
 def _own_store(

@@ -4,7 +4,7 @@ Runner conversation, `branch_id` included, on both backends."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sessionstore import SessionStore, SQLSession
 from tests.support.sdk_runs import converse, side_by_side
@@ -53,10 +53,10 @@ async def test_turn_readers_take_the_branch_id_like_the_sdk(db_url: str, tmp_pat
 async def test_list_content_is_returned_as_parts_and_searched_by_text(
     db_url: str, tmp_path: Path
 ) -> None:
-    parts = [{"type": "input_text", "text": f"part {i}"} for i in range(30)]
+    parts: list[Any] = [{"type": "input_text", "text": f"part {i}"} for i in range(30)]
     async with SessionStore(db_url, create_tables=True) as store:
         session = SQLSession("parts", store)
-        await session.add_items([{"role": "user", "content": parts}])
+        await session.add_items([cast(Any, {"role": "user", "content": parts})])
         await session.add_items([{"role": "user", "content": '["not parts"]'}])
         [first, second] = await session.get_conversation_turns()
         assert first["full_content"] == parts
