@@ -124,6 +124,8 @@ OWN_DATABASE = {
 EXEMPT = {
     "demo": "writes its own generated sessions (no stored text of ours); its tables go "
     "through the same console as every other (test_tables_into_a_pipe_are_plain_lines)",
+    "serve": "runs the web viewer until stopped: it prints its address, the pages are HTML "
+    "(escaped and redacted by the viewer's own tests)",
 }
 
 
