@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from agents.extensions.memory import AdvancedSQLiteSession
+
 from sessionstore import SessionStore, SQLSession
 from tests.support.sdk_runs import converse, side_by_side
 
@@ -64,3 +66,52 @@ async def test_list_content_is_returned_as_parts_and_searched_by_text(
         assert second["full_content"] == '["not parts"]'  # a string stays a string
         assert [t["turn"] for t in await session.find_turns_by_content("PART 29")] == [1]
         assert await session.find_turns_by_content("input_text") == []  # text, not JSON
+
+
+async def test_tool_names_in_conversation_by_turns_are_the_sdks(
+    db_url: str, tmp_path: Path
+) -> None:
+    """MCP calls ("server.tool"), namespaced calls, built-in calls and tool search are filed
+    under the names the SDK gives them; outputs under none."""
+    items: list[Any] = [
+        {"role": "user", "content": "go"},
+        {"type": "mcp_call", "id": "m1", "server_label": "fs", "name": "read", "arguments": "{}"},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "lookup",
+            "namespace": "crm",
+            "arguments": "{}",
+        },
+        {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "same",
+            "namespace": "same",
+            "arguments": "{}",
+        },
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"type": "web_search_call", "id": "w1", "status": "completed"},
+        {"type": "tool_search_output", "id": "t1"},
+    ]
+    sdk = AdvancedSQLiteSession(
+        session_id="t", db_path=str(tmp_path / "advanced.db"), create_tables=True
+    )
+    try:
+        async with SessionStore(db_url, create_tables=True) as store:
+            ours = SQLSession("t", store)
+            await sdk.add_items(items)
+            await ours.add_items(items)
+            got = await ours.get_conversation_by_turns()
+            assert got == await sdk.get_conversation_by_turns()
+            assert [entry["tool_name"] for entry in got[1]] == [
+                None,
+                "fs.read",
+                "crm.lookup",
+                "same",
+                None,
+                "web_search_call",
+                "tool_search",
+            ]
+    finally:
+        sdk.close()
