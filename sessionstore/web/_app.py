@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sessionstore import Redactor, SessionStore
+from sessionstore import Redactor, SessionStore, SessionStoreError
 
 from . import _pages as pages
 from ._security import Guard
@@ -99,6 +99,9 @@ def _route(path: str, handler: Handler, viewer: Viewer) -> Route:
             )
         except pages.BadRequest as error:
             return viewer.render("error.html", 400, title="bad request", message=str(error))
+        except SessionStoreError as error:  # the database, a key: said on the page, redacted
+            message = f"{type(error).__name__}: {error}"
+            return viewer.render("error.html", 503, title="cannot read the store", message=message)
 
     return Route(path, endpoint, methods=["GET", "HEAD"])
 

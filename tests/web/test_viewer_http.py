@@ -3,9 +3,12 @@ every page answers, stored text is escaped, neutralized and redacted, nothing wr
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from importlib.resources import files
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -291,3 +294,16 @@ def test_templates_and_assets_ship_in_the_package() -> None:
     for name in ("base.html", "session.html", "tokens.html", "compaction.html"):
         assert (root / "templates" / name).is_file()
     assert (root / "static" / "viewer.css").is_file()
+
+
+async def test_a_store_that_cannot_be_read_is_a_plain_503(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")  # a SQLite file, not a store
+    store = SessionStore(f"sqlite:///{path}", read_only=True)
+    transport = httpx.ASGITransport(app=create_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        response = await client.get("/")
+        assert response.status_code == 503 and "cannot read the store" in response.text
+        assert "Schema" in response.text
+    await store.close()
