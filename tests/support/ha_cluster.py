@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from tests.support.system_services import (
+    PG_BIN,
     as_service_user,
     ensure_installed,
     free_port,
@@ -136,6 +137,7 @@ class HaCluster:
         )
         wait_for_port(self.monitor_port, _SETUP_S, self.processes[-1])
         self._wait_monitor_ready()
+        self._tune_monitor()
         for number, port in enumerate(self.node_ports, 1):
             self._start(
                 f"node{number}",
@@ -164,6 +166,45 @@ class HaCluster:
             except RuntimeError:
                 time.sleep(0.2)
         raise TimeoutError("the pg_auto_failover monitor did not come up")
+
+    def _tune_monitor(self) -> None:
+        """Faster health checks than the defaults (5 s period, 20 s to unhealthy), so a
+        test cluster settles and an unplanned failover is noticed sooner."""
+        settings = {
+            "pgautofailover.health_check_period": "1000",
+            "pgautofailover.health_check_timeout": "1000",
+            "pgautofailover.health_check_retry_delay": "500",
+            "pgautofailover.node_considered_unhealthy_timeout": "5000",
+            "pgautofailover.primary_demote_timeout": "10000",
+        }
+        commands: list[str] = []
+        for name, value in settings.items():
+            commands += ["-c", f"ALTER SYSTEM SET {name} = {value}"]
+        done = subprocess.run(
+            [
+                str(PG_BIN / "psql"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.monitor_port),
+                "-U",
+                "postgres",
+                "-d",
+                "pg_auto_failover",
+                "-v",
+                "ON_ERROR_STOP=1",
+                *commands,
+                "-c",
+                "SELECT pg_reload_conf()",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            **as_service_user(),
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"tuning the monitor failed: {done.stderr[-1000:]}")
 
     def _wait_registered(self, count: int) -> None:
         deadline = time.monotonic() + _SETUP_S
