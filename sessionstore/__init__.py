@@ -7,10 +7,11 @@ policies, summarizers), `sessionstore.archive` (archive sinks), `sessionstore.ex
 (event exporters), `sessionstore.adapters.agents_sdk` (the OpenAI Agents SDK) and
 `sessionstore.adapters.chat` (a plain chat loop). docs/ARCHITECTURE.md maps them.
 
-The names used on every request are imported eagerly; the rest (configuration,
-builders, keys, retention, the importer, and `SQLSession`, which needs the
-`[agents]` extra) load on first use, so `import sessionstore` stays cheap and works
-without the Agents SDK.
+Only the exception tree is imported eagerly; every other name (the store, its rows
+and readers, configuration, builders, keys, retention, the importer, and `SQLSession`,
+which needs the `[agents]` extra) loads on first use. So `import sessionstore` stays
+cheap and works without the Agents SDK, and the command line (a subpackage, which
+imports this module first) starts without SQLAlchemy until a command needs it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._agents import check_agent_name
-from ._arguments import check_session_id, item_list
-from ._branches import Fork
 from ._errors import (
     ArchiveSinkError,
     BranchError,
@@ -61,23 +59,21 @@ from ._errors import (
     SummaryTooLongError,
     UnsupportedURLError,
 )
-from ._events import Event
-from ._history_check import ChainReport
-from ._items import text_of
-from ._model_calls import CallUsage, ModelCall
-from ._prices import Price
-from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
-from ._search import SearchHit
-from ._store import SessionStore
-from ._time_travel import HistoryPoint, Rewind
-from ._turns import Turn, UserTurn
 
 if TYPE_CHECKING:
+    from ._agents import check_agent_name
+    from ._arguments import check_session_id, item_list
+    from ._branches import Fork
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
     from ._config import SessionStoreConfig, load_config
     from ._crypto import AwsKmsKey, Keyring, LocalKey
+    from ._events import Event
+    from ._history_check import ChainReport
     from ._importer import ImportReport, import_sdk_sessions
+    from ._items import text_of
     from ._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
+    from ._model_calls import CallUsage, ModelCall
+    from ._prices import Price
     from ._redaction import Redactor
     from ._retention import (
         RetentionAction,
@@ -88,10 +84,35 @@ if TYPE_CHECKING:
         run_retention,
         set_policy,
     )
+    from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
+    from ._search import SearchHit
+    from ._store import SessionStore
+    from ._time_travel import HistoryPoint, Rewind
     from ._tokens import TokenEstimator, estimator_for_model
+    from ._turns import Turn, UserTurn
     from .adapters.agents_sdk import SQLSession
 
 _LAZY: dict[str, str] = {
+    "check_agent_name": "._agents",
+    "check_session_id": "._arguments",
+    "item_list": "._arguments",
+    "Fork": "._branches",
+    "Event": "._events",
+    "ChainReport": "._history_check",
+    "text_of": "._items",
+    "CallUsage": "._model_calls",
+    "ModelCall": "._model_calls",
+    "Price": "._prices",
+    "SessionInfo": "._rows",
+    "StoredRow": "._rows",
+    "decode_payload": "._rows",
+    "visible_rows": "._rows",
+    "SearchHit": "._search",
+    "SessionStore": "._store",
+    "HistoryPoint": "._time_travel",
+    "Rewind": "._time_travel",
+    "Turn": "._turns",
+    "UserTurn": "._turns",
     "build_event_bus": "._builders",
     "build_manager": "._builders",
     "build_store": "._builders",

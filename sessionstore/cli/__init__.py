@@ -1,4 +1,8 @@
-"""The `sessionstore` command line (and `compactctl`, its compaction commands)."""
+"""The `sessionstore` command line (and `compactctl`, its compaction commands).
+
+The root imports none of its commands: each is loaded when the command line names it
+(`_lazy.COMMANDS` says where each lives), so start-up pays only for what runs.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +11,14 @@ from typing import Annotated
 
 import typer
 
-from ._archive import archive_app
-from ._common import CLI_SETTINGS, GuardedCommand, GuardedGroup
-from ._compact import compact
-from ._demo import demo
-from ._doctor import doctor
-from ._events import events
-from ._import import import_sessions
-from ._keys import keys_app
-from ._migrate import migrate
-from ._query import query
-from ._retention import retention_app
-from ._schema import schema
-from ._search import search
-from ._serve import serve
-from ._sessions_bulk import sessions_app  # with export/delete of many and import
-from ._usage import usage
-from ._verify import verify
+from ._guard import CLI_SETTINGS, GuardedCommand
+from ._lazy import RootGroup
 
 app = typer.Typer(
     help="sessionstore: SQL session memory for LLM agents, with automatic compaction.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion
-    cls=GuardedGroup,
+    cls=RootGroup,
     **CLI_SETTINGS,
 )
 
@@ -52,29 +41,17 @@ def _main(
     """sessionstore: SQL session memory for LLM agents, with automatic compaction."""
 
 
-app.command()(migrate)
-app.command()(demo)
-app.command()(compact)
-app.add_typer(retention_app, name="retention")
-app.add_typer(archive_app, name="archive")
-app.add_typer(keys_app, name="keys")
-app.add_typer(sessions_app, name="sessions")
-app.command()(events)
-app.command()(query)
-app.command()(search)
-app.command()(usage)
-app.command()(schema)
-app.command()(doctor)
-app.command()(verify)
-app.command(name="import")(import_sessions)
-app.command()(serve)
+def compactctl_app() -> typer.Typer:
+    """`compactctl`: `sessionstore compact` as a command of its own."""
+    from ._compact import compact
 
-compactctl_app = typer.Typer(
-    help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
-    add_completion=False,
-    **CLI_SETTINGS,
-)
-compactctl_app.command(cls=GuardedCommand)(compact)
+    single = typer.Typer(
+        help="compactctl: dry-run, diff and run compactions of sessionstore sessions.",
+        add_completion=False,
+        **CLI_SETTINGS,
+    )
+    single.command(cls=GuardedCommand)(compact)
+    return single
 
 
 def main() -> None:
@@ -84,4 +61,4 @@ def main() -> None:
 
 def compactctl() -> None:
     """Entry point of `compactctl`."""
-    compactctl_app()
+    compactctl_app()()

@@ -20,11 +20,9 @@ from .._redaction import Redactor, redaction_disabled_event
 from .._schema import archives as archives_table
 from ..archive import ArchiveInfo, list_archives, read_archives
 from ._common import (
-    EXIT_FAILED,
     ConfigOption,
     RedactOption,
     UrlOption,
-    command_group,
     console,
     err_console,
     is_terminal,
@@ -32,6 +30,8 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._exit_codes import EXIT_FAILED
+from ._guard import command_group
 from ._output import (
     CsvFlag,
     JsonFlag,

@@ -14,10 +14,9 @@ import typer
 
 from .._errors import QueryRejectedError
 from .._store import SessionStore
-from ._common import EXIT_FAILED, err_console, open_store
-from ._query import DEFAULT_TIMEOUT_S, _select
+from ._common import err_console, open_store
+from ._exit_codes import EXIT_FAILED
 from ._text import shown
-from ._where import where_statement
 
 STDIN: Final = "-"
 # The most ids --where may choose (the runner of `query` also caps the bytes it holds).
@@ -106,6 +105,9 @@ async def chosen_ids(store: SessionStore, chosen: Selection) -> tuple[list[str],
 async def _matching(store: SessionStore, condition: str) -> list[str]:
     """The ids --where chooses, read as `query` reads (guard, read-only, timeout); a bad
     condition is a usage error (exit 2) naming why."""
+    from ._query import DEFAULT_TIMEOUT_S, _select  # sqlglot: only for a condition
+    from ._where import where_statement
+
     try:
         statement = where_statement(condition, store.engine.dialect.name)
         _, rows = await store.read_snapshot(_select, statement, MAX_CHOSEN, DEFAULT_TIMEOUT_S, None)

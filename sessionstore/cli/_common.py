@@ -20,12 +20,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperCommand, TyperGroup
-
-try:  # typer >= 0.20 ships its own copy of click
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from .._builders import build_store
 from .._config import SessionStoreConfig, load_config
@@ -48,6 +42,7 @@ from .._errors import (
 from .._events import Event
 from .._store import SessionStore
 from .._utc import as_utc
+from ._exit_codes import EXIT_FAILED, EXIT_USAGE
 from ._text import json_text, shown, visible
 
 _UNWRAPPED_WIDTH: Final = 1_000_000  # wide enough that no stored text is wrapped or cut
@@ -203,10 +198,6 @@ class _ConsoleSwitch:
 
 console = cast(Console, _ConsoleSwitch(stderr=False))
 err_console = cast(Console, _ConsoleSwitch(stderr=True))
-
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1  # the command ran and found a problem (e.g. a check failed)
-EXIT_USAGE: Final = 2  # bad arguments or configuration: nothing was done
 
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -424,57 +415,3 @@ def user_errors() -> Iterator[None]:
         if outcome.hint:
             err_console.print(shown(_hint(outcome)))
         raise typer.Exit(outcome.code) from None
-
-
-# Plain help and errors: no `<bool>` noise, no boxes, help text never read as markup.
-CLI_SETTINGS: Final[dict[str, Any]] = {
-    "rich_markup_mode": None,
-    "pretty_exceptions_enable": False,
-    "context_settings": {"help_option_names": ["-h", "--help"]},
-}
-
-
-def command_group(**options: Any) -> typer.Typer:
-    """A sub-command group with the CLI's common settings."""
-    return typer.Typer(**CLI_SETTINGS, **options)
-
-
-class _OneLineUsage:
-    """Usage errors as one line on stderr (what was wrong, where to read more), exit 2."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs["standalone_mode"] = False
-        try:
-            code = super().main(*args, **kwargs)  # type: ignore[misc]
-        except click_errors.NoArgsIsHelpError as error:
-            error.show()
-            sys.exit(error.exit_code)
-        except click_errors.UsageError as error:
-            where = error.ctx.command_path if error.ctx is not None else "sessionstore"
-            err_console.print(
-                shown(f"error: {error.format_message()} (`{where} -h` lists the options)")
-            )
-            sys.exit(EXIT_USAGE)
-        except click_errors.ClickException as error:
-            error.show()
-            sys.exit(error.exit_code)
-        except typer.Abort:
-            err_console.print(shown("aborted"))
-            sys.exit(EXIT_FAILED)
-        sys.exit(code if isinstance(code, int) else EXIT_OK)
-
-
-class GuardedGroup(_OneLineUsage, TyperGroup):
-    """A command group whose every subcommand maps user errors to exit codes."""
-
-    def invoke(self, ctx: Any) -> Any:
-        with user_errors():
-            return super().invoke(ctx)
-
-
-class GuardedCommand(_OneLineUsage, TyperCommand):
-    """A single command (compactctl) with the same error mapping."""
-
-    def invoke(self, ctx: Any) -> Any:
-        with user_errors():
-            return super().invoke(ctx)

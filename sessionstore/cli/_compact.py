@@ -26,7 +26,6 @@ from ..compaction._prompts import BUILTIN_STRATEGIES, resolve_strategy
 from ..compaction._report import DiffLine, Fate, diff_lines
 from ._bulk import AllOption, IdsArgument, WhereOption, resolve, selection
 from ._common import (
-    EXIT_FAILED,
     ConfigOption,
     RedactOption,
     UrlOption,
@@ -37,6 +36,7 @@ from ._common import (
     load_settings,
     record_audit,
 )
+from ._exit_codes import EXIT_FAILED
 from ._progress import progress_bar
 from ._sessions import require_session
 from ._text import shown

@@ -19,7 +19,8 @@ from rich.table import Table
 from .._commands import cli_command
 from .._database import resolve_url
 from .._errors import KeyringError
-from ._common import EXIT_FAILED, console, err_console, shown_url
+from ._common import console, err_console, shown_url
+from ._exit_codes import EXIT_FAILED
 from ._text import shown
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from .._migrations import current_revision, head_revision, known_revisions
 from .._sdk_first_access import SdkTablesStatus, sdk_tables_status
 from .._store import SessionStore
 from .._tokens import estimator_for_model
-from ._common import EXIT_FAILED, ConfigOption, UrlOption, console, emit_json, load_settings
+from ._common import ConfigOption, UrlOption, console, emit_json, load_settings
+from ._exit_codes import EXIT_FAILED
 from ._lease_check import describe_leases, lease_rows
 from ._text import shown
 

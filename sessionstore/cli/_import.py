@@ -26,14 +26,8 @@ from .._importer import (
     import_sdk_sessions,
 )
 from .._store import DEFAULT_MODEL, SessionStore
-from ._common import (
-    EXIT_FAILED,
-    ConfigOption,
-    UrlOption,
-    console,
-    emit_json,
-    load_settings,
-)
+from ._common import ConfigOption, UrlOption, console, emit_json, load_settings
+from ._exit_codes import EXIT_FAILED
 from ._progress import progress_bar
 from ._text import shown, visible
 

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from .._crypto import KEY_FILE_ENV, Keyring, LocalKey
 from .._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
-from ._common import ConfigOption, UrlOption, command_group, console, emit_json, open_store
+from ._common import ConfigOption, UrlOption, console, emit_json, open_store
+from ._guard import command_group
 from ._text import shown
 
 keys_app = command_group(help="Archive encryption keys: generate, status, rotate, retire.")

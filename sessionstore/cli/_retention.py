@@ -26,16 +26,9 @@ from .._retention import (
     set_policy,
 )
 from .._store import SessionStore
-from ._common import (
-    EXIT_FAILED,
-    ConfigOption,
-    UrlOption,
-    command_group,
-    console,
-    emit_json,
-    load_settings,
-    open_store,
-)
+from ._common import ConfigOption, UrlOption, console, emit_json, load_settings, open_store
+from ._exit_codes import EXIT_FAILED
+from ._guard import command_group
 from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records
 from ._progress import progress_bar
 from ._text import shown

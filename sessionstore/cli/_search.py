@@ -15,7 +15,6 @@ from rich.table import Table
 from .._redaction import redaction_disabled_event
 from .._search import SearchHit, search_words
 from ._common import (
-    EXIT_FAILED,
     ConfigOption,
     RedactOption,
     UrlOption,
@@ -24,6 +23,7 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._exit_codes import EXIT_FAILED
 from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records, note_cut
 from ._text import shown
 

@@ -17,7 +17,6 @@ import typer
 
 from .._redaction import redaction_disabled_event
 from ._common import (
-    EXIT_USAGE,
     ConfigOption,
     RedactOption,
     UrlOption,
@@ -26,6 +25,7 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._exit_codes import EXIT_USAGE
 from ._text import shown
 
 _TOKEN_SHAPE: Final = re.compile(r"[A-Za-z0-9_\-.~]{16,256}")

@@ -26,11 +26,9 @@ from .._time_travel import Rewind
 from ..compaction._provider_marker import Bindings, bindings_of
 from ._call_masking import CallMasking, call_masking
 from ._common import (
-    EXIT_FAILED,
     ConfigOption,
     RedactOption,
     UrlOption,
-    command_group,
     console,
     err_console,
     is_terminal,
@@ -38,6 +36,8 @@ from ._common import (
     open_store,
     record_audit,
 )
+from ._exit_codes import EXIT_FAILED
+from ._guard import command_group
 from ._output import (
     CsvFlag,
     JsonFlag,

@@ -26,16 +26,8 @@ from .._rows import visible_rows
 from .._store import DEFAULT_MODEL
 from ..compaction._provider_marker import bindings_of
 from ._bulk import STDIN, AllOption, IdsArgument, Selection, WhereOption, resolve, selection
-from ._common import (
-    EXIT_FAILED,
-    ConfigOption,
-    RedactOption,
-    UrlOption,
-    err_console,
-    open_store,
-    record_audit,
-)
-from ._import import _target as target_store
+from ._common import ConfigOption, RedactOption, UrlOption, err_console, open_store, record_audit
+from ._exit_codes import EXIT_FAILED
 from ._progress import progress_bar
 from ._sessions import AsOfOption, HistoryOption, _shown_item, sessions_app
 from ._sessions import delete as delete_one
@@ -250,6 +242,8 @@ def import_export(
     total = sum(len(batch) for batch in sessions.values())
 
     async def go() -> list[str]:
+        from ._import import _target as target_store  # the importer's modules: only here
+
         async with target_store(url, config, model) as store:
             present = [i for i in sessions if await store.session_info(i) is not None]
             if present and not append_to_existing:

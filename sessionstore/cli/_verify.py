@@ -14,7 +14,8 @@ import typer
 
 from .._history_check import ChainReport
 from .._store import SessionStore
-from ._common import EXIT_FAILED, ConfigOption, UrlOption, console, emit_json, open_store
+from ._common import ConfigOption, UrlOption, console, emit_json, open_store
+from ._exit_codes import EXIT_FAILED
 from ._sessions import JsonOption, require_session
 from ._text import shown
 

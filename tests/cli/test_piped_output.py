@@ -131,7 +131,8 @@ EXEMPT = {
 
 def _leaves(group: typer.core.TyperGroup, prefix: str = "") -> list[str]:
     found = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(None):  # type: ignore[arg-type]
+        command = group.get_command(None, name)  # type: ignore[arg-type]  # loads it
         path = f"{prefix}{name}"
         if hasattr(command, "commands"):
             found += _leaves(command, f"{path} ")  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def run_process(
 
 def run_compactctl(*args: str) -> Result:
     """`compactctl ARGS...` in-process."""
-    return runner.invoke(compactctl_app, list(args))
+    return runner.invoke(compactctl_app(), list(args))
 
 
 def _squeezed(text: str) -> str:
