@@ -43,8 +43,11 @@ def maintenance(conn: Connection) -> Iterator[None]:
         finally:
             info[_FLAG] = False
     else:
-        conn.exec_driver_sql(f"SELECT set_config('{PG_SETTING}', 'on', true)")
+        # SET LOCAL, not set_config(): Citus forwards it to the workers, where the trigger of
+        # each shard reads it (on plain PostgreSQL the citus setting is an unused placeholder).
+        conn.exec_driver_sql("SET LOCAL citus.propagate_set_commands = 'local'")
+        conn.exec_driver_sql(f"SET LOCAL {PG_SETTING} = 'on'")
         try:
             yield
         finally:
-            conn.exec_driver_sql(f"SELECT set_config('{PG_SETTING}', 'off', true)")
+            conn.exec_driver_sql(f"SET LOCAL {PG_SETTING} = 'off'")

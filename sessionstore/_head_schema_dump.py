@@ -30,7 +30,8 @@ from ._migrations import chain_head_revision, run_chain, script_location, upgrad
 from ._pg_url import asyncpg_dsn
 
 _SQLITE_ORDER: Final = ("table", "index", "view", "trigger")
-_DATA_STATEMENTS: Final = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE"})
+# Reads, data changes and transaction-local settings (maintenance's SET LOCAL): not schema.
+_DATA_STATEMENTS: Final = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "SET"})
 
 
 def sqlite_statements(connection: Connection) -> list[str]:

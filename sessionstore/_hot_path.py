@@ -56,7 +56,9 @@ assert (
 def _append_upsert(insert: Any) -> Any:
     """Create-or-advance the session row for an append; returns the new last_seq.
 
-    On PostgreSQL the upsert also takes the session's row lock for the transaction.
+    On PostgreSQL the upsert also takes the session's row lock for the transaction, and
+    stamps `updated_at` with the proposed row's default (the same CURRENT_TIMESTAMP): Citus
+    refuses a function call in DO UPDATE SET.
     """
     upsert = insert(sessions).values(
         session_id=_sid,
@@ -71,7 +73,9 @@ def _append_upsert(insert: Any) -> Any:
             "last_seq": sessions.c.last_seq + upsert.excluded.last_seq,
             "context_items": sessions.c.context_items + upsert.excluded.context_items,
             "context_tokens": sessions.c.context_tokens + upsert.excluded.context_tokens,
-            "updated_at": sa.func.current_timestamp(),
+            "updated_at": upsert.excluded.updated_at
+            if insert is postgresql.insert
+            else sa.func.current_timestamp(),
         },
     ).returning(*SESSION_STATE)
 

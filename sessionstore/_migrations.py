@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ._append_only import maintenance
-from ._database import DEFAULT_TIMEOUT_S, Database
+from ._citus import distribute, has_citus, is_distributed
+from ._database import DEFAULT_TIMEOUT_S, Database, PostgresDatabase
 from ._errors import (
     SchemaError,
     SchemaMissingError,
@@ -102,8 +103,9 @@ def _current(connection: Connection) -> str | None:
     return str(rows[0]) if rows else None
 
 
-def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]]]:
-    """The revision and, for each of our tables that exists, its columns.
+def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]], bool]:
+    """The revision, for each of our tables that exists, its columns, and whether Citus
+    distributes them.
 
     The revision is read first: SQLite reads here are not one snapshot, and a migration
     commits tables and revision together, so a revision at head means the tables read
@@ -118,7 +120,7 @@ def _state(connection: Connection) -> tuple[str | None, dict[str, set[str]]]:
         for name in metadata.tables
         if name in existing
     }
-    return revision, columns
+    return revision, columns, "messages" in existing and is_distributed(connection)
 
 
 async def current_revision(database: Database) -> str | None:
@@ -199,7 +201,9 @@ async def ensure_schema(
     processes the migration's transaction holds the database's write lock (SQLite)
     or an advisory lock (PostgreSQL) and re-reads the revision once it has it.
     """
-    current, tables = await database.read(_state)
+    current, tables, distributed = await database.read(_state)
+    if isinstance(database, PostgresDatabase):
+        database.citus = distributed  # appends and branch reads take Citus' routed paths
     head = head_revision()
     if current == head:
         _check_tables(tables, url_hint, head)
@@ -212,7 +216,10 @@ async def ensure_schema(
         )
     if create:
         async with _MIGRATION_LOCKS(url_hint).hold(timeout_s):
-            return await _upgrade_once(database, head, url_hint, timeout_s)
+            done = await _upgrade_once(database, head, url_hint, timeout_s)
+        if isinstance(database, PostgresDatabase):
+            database.citus = await database.read(is_distributed)
+        return done
     if current is None:
         raise SchemaMissingError(
             f"the sessionstore tables do not exist in {url_hint}. Run "
@@ -273,10 +280,31 @@ def _upgrade_if_behind(connection: Connection, head: str) -> dict[str, str | Non
     current = _current(connection)  # SQLite: read under BEGIN IMMEDIATE's write lock
     if current == head:
         return None
-    if current is None and created_at_head(connection, head):
-        return {"from_revision": None, "to_revision": head}
-    _migrate(connection, "up", head)
+    # On a Citus coordinator a new schema is distributed in the same transaction; one that
+    # already was gets the Citus versions of its functions again after the upgrade.
+    citus = has_citus(connection) and (current is None or is_distributed(connection))
+    if not (current is None and created_at_head(connection, head)):
+        _migrate(connection, "up", head)
+    if citus:
+        distribute(connection)
     return {"from_revision": current, "to_revision": head}
+
+
+def _distribute_at_head(connection: Connection, head: str) -> bool:
+    """Inside one transaction: upgrade to `head` if behind, then distribute the tables."""
+    if not has_citus(connection):
+        raise SchemaError(
+            "this database has no citus extension: run `CREATE EXTENSION citus` on a Citus "
+            "coordinator (and add its workers) first; nothing was changed"
+        )
+    _upgrade_if_behind(connection, head)
+    return distribute(connection)
+
+
+async def distribute_tables(database: Database) -> bool:
+    """Citus: distribute an existing database's tables by session (docs/DEPLOYMENT.md), after
+    upgrading it to the newest schema, in one transaction; False if they already were."""
+    return await database.write(_distribute_at_head, head_revision())
 
 
 def created_at_head(connection: Connection, head: str) -> bool:

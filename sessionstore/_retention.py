@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 
 from ._append_only import maintenance
@@ -135,6 +136,22 @@ async def list_policies(store: SessionStore) -> list[RetentionPolicy]:
 
 
 _branch: Final = sessions.alias("branch")
+# Each parent of a live branch, and the highest seq its branches share.
+_SHARED: Final = (
+    sa.select(sessions.c.parent_session_id, sa.func.max(sessions.c.fork_seq))
+    .where(sessions.c.parent_session_id.is_not(None))
+    .group_by(sessions.c.parent_session_id)
+)
+
+
+def _shared(conn: Connection) -> sa.BindParameter[Any] | None:
+    """PostgreSQL: the parents of live branches and how far their branches share them, read
+    first, as one JSON object bound to the statements (the branch check joined `sessions` to
+    itself, which Citus cannot do across shards); None on SQLite, which joins."""
+    if conn.dialect.name != "postgresql":
+        return None
+    shared = {str(parent): int(upto) for parent, upto in conn.execute(_SHARED)}
+    return sa.bindparam("shared", shared, type_=JSONB)
 
 
 def _archived(dialect: str) -> sa.ColumnElement[bool]:
@@ -150,24 +167,32 @@ def _archived(dialect: str) -> sa.ColumnElement[bool]:
     return archived_to(messages.c.session_id, up_to=messages.c.seq) >= messages.c.seq
 
 
-def _purge_targets(cutoff: datetime, dialect: str) -> sa.Select[Any]:
+def _purge_targets(
+    cutoff: datetime, dialect: str, shared: sa.BindParameter[Any] | None
+) -> sa.Select[Any]:
+    if shared is None:
+        unshared: sa.ColumnElement[bool] = ~sa.exists().where(
+            _branch.c.parent_session_id == messages.c.session_id,
+            _branch.c.fork_seq >= messages.c.seq,
+        )
+    else:
+        shared_upto = sa.cast(shared[messages.c.session_id].astext, sa.BigInteger)
+        unshared = messages.c.seq > sa.func.coalesce(shared_upto, 0)
     return sa.select(messages.c.session_id, messages.c.seq).where(
         _archived(dialect),
         sa.or_(messages.c.payload.is_not(None), messages.c.payload_sealed.is_not(None)),
         messages.c.created_at < cutoff,
-        ~sa.exists().where(  # rows a live branch shares stay readable
-            _branch.c.parent_session_id == messages.c.session_id,
-            _branch.c.fork_seq >= messages.c.seq,
-        ),
+        unshared,  # rows a live branch shares stay readable
     )
 
 
-def _idle_sessions(cutoff: datetime) -> sa.Select[Any]:
+def _idle_sessions(cutoff: datetime, shared: sa.BindParameter[Any] | None) -> sa.Select[Any]:
     """Sessions not written since `cutoff`, except parents of live branches."""
-    return sa.select(sessions.c.session_id).where(
-        sessions.c.updated_at < cutoff,
-        ~sa.exists().where(_branch.c.parent_session_id == sessions.c.session_id),
-    )
+    if shared is None:
+        childless = ~sa.exists().where(_branch.c.parent_session_id == sessions.c.session_id)
+    else:
+        childless = ~shared.has_key(sessions.c.session_id)
+    return sa.select(sessions.c.session_id).where(sessions.c.updated_at < cutoff, childless)
 
 
 def _count(conn: Connection, statement: sa.Select[Any]) -> int:
@@ -180,9 +205,9 @@ def _tx_count(conn: Connection, policy: RetentionPolicy, cutoff: datetime) -> in
     """How many rows the policy would touch."""
     match policy.action:
         case RetentionAction.PURGE_COMPACTED_PLAINTEXT:
-            return _count(conn, _purge_targets(cutoff, conn.dialect.name))
+            return _count(conn, _purge_targets(cutoff, conn.dialect.name, _shared(conn)))
         case RetentionAction.DELETE_IDLE_SESSIONS:
-            return _count(conn, _idle_sessions(cutoff))
+            return _count(conn, _idle_sessions(cutoff, _shared(conn)))
         case RetentionAction.DELETE_ARCHIVES:
             return _count(conn, sa.select(archives.c.id).where(archives.c.created_at < cutoff))
         case RetentionAction.DELETE_EVENTS:
@@ -193,7 +218,7 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
     """Apply the policy to at most `batch` rows; returns how many it touched."""
     match policy.action:
         case RetentionAction.PURGE_COMPACTED_PLAINTEXT:
-            targets = _purge_targets(cutoff, conn.dialect.name).limit(batch)
+            targets = _purge_targets(cutoff, conn.dialect.name, _shared(conn)).limit(batch)
             keys = [tuple(key) for key in conn.execute(targets)]
             if keys:
                 with maintenance(conn):
@@ -204,7 +229,7 @@ def _tx_batch(conn: Connection, policy: RetentionPolicy, cutoff: datetime, batch
                     )
             return len(keys)
         case RetentionAction.DELETE_IDLE_SESSIONS:
-            ids = list(conn.execute(_idle_sessions(cutoff).limit(batch)).scalars())
+            ids = list(conn.execute(_idle_sessions(cutoff, _shared(conn)).limit(batch)).scalars())
             if ids and not policy.keep_archives:
                 conn.execute(archives.delete().where(archives.c.session_id.in_(ids)))
             if ids:

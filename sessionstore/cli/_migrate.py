@@ -13,6 +13,7 @@ from .._migrations import (
     QUERY_ROLE_NAME,
     create_query_role,
     current_revision,
+    distribute_tables,
     head_revision,
     known_revisions,
     upgrade,
@@ -34,9 +35,20 @@ def migrate(
             "only, for `sessionstore query --role`.",
         ),
     ] = None,
+    distribute: Annotated[
+        bool,
+        typer.Option(
+            "--distribute",
+            help="Citus: also distribute an existing database's tables by session_id, in the "
+            "same step (a new database on a coordinator is distributed anyway); see "
+            "docs/DEPLOYMENT.md.",
+        ),
+    ] = False,
 ) -> None:
     """Create or upgrade the sessionstore tables (Alembic) to REVISION (default: newest)."""
     url = target_url(url, config)
+    if distribute and revision not in ("head", head_revision()):
+        raise typer.BadParameter("distributing needs the newest schema", param_hint="--revision")
     if query_role is not None:
         if not QUERY_ROLE_NAME.match(query_role):
             raise typer.BadParameter(
@@ -45,7 +57,10 @@ def migrate(
         if resolve_url(url).get_backend_name() != "postgresql":
             raise typer.BadParameter("roles are PostgreSQL's", param_hint="--query-role")
 
+    distributed = False
+
     async def run() -> tuple[str | None, str | None]:
+        nonlocal distributed
         database = open_database(resolve_url(url))
         try:
             before = await current_revision(database)
@@ -56,7 +71,10 @@ def migrate(
                     "newer release. Upgrade sessionstore (pip install -U sessionstore); "
                     "nothing was changed."
                 )
-            await upgrade(database, revision)
+            if distribute:
+                distributed = await distribute_tables(database)
+            else:
+                await upgrade(database, revision)
             if query_role is not None:
                 await create_query_role(database, query_role)
             return before, await current_revision(database)
@@ -81,6 +99,8 @@ def migrate(
         )
     else:
         console.print(shown(f"{shown_url(url)}: migrated {before or 'empty'} -> {after}", "green"))
+    if distributed:
+        console.print(shown(f"{shown_url(url)}: tables distributed by session_id (Citus)", "green"))
     if query_role is not None:
         console.print(
             shown(f"role {query_role!r} may SELECT the sessionstore tables, nothing else")
