@@ -20,12 +20,16 @@ from moto.server import ThreadedMotoServer
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore
+from tests.support.citus import create_citus_database, drop_citus_database
 from tests.support.database import TABLES
 
-PG_ADMIN_URL = os.environ.get(
+# A Citus coordinator (tests/support/citus.py): the PostgreSQL fixtures then create their
+# databases on the cluster, distributed, and only the PostgreSQL side of each test runs.
+CITUS_URL = os.environ.get("SESSIONSTORE_TEST_CITUS_URL")
+PG_ADMIN_URL = CITUS_URL or os.environ.get(
     "SESSIONSTORE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 )
-BACKENDS = ("sqlite", "postgresql")
+BACKENDS = ("postgresql",) if CITUS_URL else ("sqlite", "postgresql")
 
 
 def _dsn(url: str) -> str:
@@ -43,7 +47,10 @@ async def _admin(sql: str) -> None:
 def _create_pg_database() -> str:
     name = f"sessionstore_test_{uuid.uuid4().hex[:12]}"
     try:
-        asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+        if CITUS_URL:
+            asyncio.run(create_citus_database(_dsn(CITUS_URL), name))
+        else:
+            asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
     except (OSError, asyncpg.PostgresError) as exc:
         reason = f"PostgreSQL not reachable at {make_url(PG_ADMIN_URL).render_as_string()}: {exc}"
         if os.environ.get("CI"):
@@ -54,6 +61,9 @@ def _create_pg_database() -> str:
 
 def _drop_pg_database(url: str) -> None:
     name = make_url(url).database
+    if CITUS_URL and name:
+        asyncio.run(drop_citus_database(_dsn(CITUS_URL), name))
+        return
     asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
@@ -82,9 +92,15 @@ def fresh_pg_url() -> Iterator[str]:
 async def _empty_tables(url: str) -> None:
     conn = await asyncpg.connect(_dsn(url))
     try:
-        # Emptying the tables is maintenance: messages refuse TRUNCATE otherwise.
-        await conn.execute("SET sessionstore.maintenance = 'on'")
-        await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+        # Emptying the tables is maintenance: messages refuse TRUNCATE otherwise (SET LOCAL:
+        # Citus forwards it to the workers, whose shards' triggers read it).
+        async with conn.transaction():
+            await conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+            await conn.execute("SET LOCAL sessionstore.maintenance = 'on'")
+            # One connection per worker: truncating shards with foreign keys in parallel
+            # deadlocks Citus.
+            await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+            await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
     finally:
         await conn.close()
 
