@@ -16,9 +16,14 @@ throughput of 64 client processes. Ratios are each column over `single`.
     python bench/bench_cluster.py --quick        # fewer rounds
     python bench/bench_cluster.py --targets single,pgbouncer
 
-Adding a column (the Citus one): write an async context manager yielding a store URL on a
-fresh, empty database and register it in TARGETS under its name (see `citus_target`, the
-hook: it reads $SESSIONSTORE_BENCH_CITUS_URL).
+`citus` (asked for with --targets): a Citus 13 coordinator and two workers (see
+`citus_target`), the tables distributed by session_id; its ratios against `single` are the
+cost of sharding (docs/DEPLOYMENT.md).
+
+    python bench/bench_cluster.py --targets single,citus
+
+Adding a column: write an async context manager yielding a store URL on a fresh, empty
+database and register it in TARGETS under its name.
 """
 
 from __future__ import annotations
@@ -28,16 +33,18 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support's servers
@@ -45,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support's 
 from scratch_pg import ADMIN_URL, scratch_database
 
 from sessionstore import SessionStore
+from tests.support.citus import create_citus_database, drop_citus_database
 from tests.support.ha_cluster import ha_cluster
 from tests.support.pgbouncer import pgbouncer
 
@@ -80,30 +88,43 @@ async def pgbouncer_target() -> AsyncIterator[str]:
 
 @contextlib.asynccontextmanager
 async def citus_target() -> AsyncIterator[str]:
-    """The Citus column's hook: a coordinator URL from $SESSIONSTORE_BENCH_CITUS_URL, on a
-    scratch database of its own (the Citus work replaces this with a cluster it starts)."""
+    """A Citus coordinator and two workers: those of $SESSIONSTORE_BENCH_CITUS_URL, or a
+    throwaway cluster started by $CITUS_SCRIPTS/start-cluster (default /work/shared/citus,
+    see its README) on free ports; a database of its own on every node, whose tables the
+    store's first migration distributes by session_id (sessionstore/_citus.py)."""
     base = os.environ.get("SESSIONSTORE_BENCH_CITUS_URL")
-    if not base:
-        raise LookupError("set SESSIONSTORE_BENCH_CITUS_URL for the citus column")
     name = f"sessionstore_bench_{uuid.uuid4().hex[:8]}"
-    admin = make_url(base).set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(admin)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        if not base:
+            base = stack.enter_context(_citus_cluster())
+        admin = make_url(base).set(drivername="postgresql").render_as_string(hide_password=False)
+        await create_citus_database(admin, name)
+        stack.push_async_callback(drop_citus_database, admin, name)
         yield (
             make_url(base)
             .set(drivername="postgresql+asyncpg", database=name)
             .render_as_string(hide_password=False)
         )
-    finally:
-        conn = await asyncpg.connect(admin)
+
+
+@contextlib.contextmanager
+def _citus_cluster() -> Iterator[str]:
+    scripts = Path(os.environ.get("CITUS_SCRIPTS", "/work/shared/citus"))
+    with tempfile.TemporaryDirectory(prefix="citus-bench-") as parent:
+        where = Path(parent) / "cluster"
+        with socket.socket() as probe:  # three consecutive ports from a free one
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1] % 20_000 + 30_000
+        started = subprocess.run(
+            [str(scripts / "start-cluster"), str(where), str(port)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            yield started.stdout.strip().splitlines()[-1]
         finally:
-            await conn.close()
+            subprocess.run([str(scripts / "stop-cluster"), str(where)], check=False)
 
 
 TARGETS: dict[str, Target] = {
@@ -126,6 +147,10 @@ async def measure(url: str, rounds: int, burst_s: float) -> dict[str, float]:
     async with SessionStore(url) as store:
         for n in range(20):  # warm the pools
             await store.append("warm", [item(n)])
+        # ... every connection the burst below uses: a new connection's first append asks the
+        # server about its array types (asyncpg), 60 ms on one node, 2 s on a loaded Citus
+        # coordinator: a cost of connecting, not of appending.
+        await asyncio.gather(*(store.append(f"warm-{k}", [item(0)]) for k in range(SESSIONS)))
         appends = []
         for n in range(rounds):
             start = time.perf_counter()
