@@ -162,7 +162,7 @@ def assert_the_demo_kept_every_input_in_budget(stdout: str) -> None:
     assert figures is not None, stdout[-2000:]
     traffic, largest = (int(figure.replace(",", "")) for figure in figures.groups())
     assert traffic >= 3 * 128_000 and largest <= budget
-    rounds = [int(n) for n in re.findall(r"^│ (\d+) │ threshold", stdout, re.M)]
+    rounds = [int(n) for n in re.findall(r"^(\d+)\tthreshold", stdout, re.M)]  # piped: plain
     assert len(rounds) >= 3 and rounds == list(range(1, len(rounds) + 1))
     active = re.search(r"Active context now: [\d,]+ items, ([\d,]+) tokens", stdout)
     assert active is not None and int(active[1].replace(",", "")) <= budget
