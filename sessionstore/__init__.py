@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         set_policy,
     )
     from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
+    from ._sdk_first_access import SdkHistory, SdkTables
     from ._search import SearchHit
     from ._store import SessionStore
     from ._time_travel import HistoryPoint, Rewind
@@ -103,6 +104,8 @@ _LAZY: dict[str, str] = {
     "CallUsage": "._model_calls",
     "ModelCall": "._model_calls",
     "Price": "._prices",
+    "SdkHistory": "._sdk_first_access",
+    "SdkTables": "._sdk_first_access",
     "SessionInfo": "._rows",
     "StoredRow": "._rows",
     "decode_payload": "._rows",
@@ -186,6 +189,8 @@ __all__ = [
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SdkHistory",
+    "SdkTables",
     "SealedDataError",
     "SearchHit",
     "SessionInfo",

@@ -27,12 +27,13 @@ from ... import (
     CompactionErrorReason,
     HistoryPoint,
     Rewind,
+    SdkHistory,
+    SdkTables,
     SessionStore,
     StoreUnavailableError,
     check_session_id,
     item_list,
 )
-from ..._sdk_first_access import SdkHistory, SdkTables
 from ._branch_ids import BRANCH_SEPARATOR, MAIN_BRANCH, branch_session_id
 from ._branch_ids import branch_name as _branch_name
 from ._input_memo import MemoSlot
