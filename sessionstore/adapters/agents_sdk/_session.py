@@ -36,6 +36,7 @@ from ... import (
 )
 from ._branch_ids import BRANCH_SEPARATOR, MAIN_BRANCH, branch_session_id
 from ._branch_ids import branch_name as _branch_name
+from ._closing import Closing
 from ._input_memo import MemoSlot
 from ._observer import watch_runs
 from ._producing_agent import producing_agent
@@ -418,8 +419,12 @@ class SQLSession(SDKSurface):
         else:
             await self.manager.maybe_compact(self.active_session_id)
 
-    async def close(self) -> None:
-        """Close the store if this session created it (from_url)."""
+    def close(self) -> Closing:
+        """Close the store if this session created it (a path, an engine, from_url). A
+        plain call closes it, as SQLiteSession's does; `await session.close()` also works."""
+        return Closing(self._close())
+
+    async def _close(self) -> None:
         if self._owns_store:
             await self.store.close()
 
