@@ -116,6 +116,7 @@ def build_store(
         redact_archives=config.store.redact_archives,
         encrypt_payloads=config.store.encrypt_payloads,
         verify_on_load=config.store.verify_on_load,
+        failover_retry_s=config.store.failover_retry_s,
         prices={
             name: Price(price.input, price.cached_input, price.output)
             for name, price in config.store.prices.items()

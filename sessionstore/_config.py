@@ -76,6 +76,8 @@ class StoreSettings(BaseModel):
     encrypt_payloads: bool = False
     redact_archives: bool = False
     verify_on_load: bool = False  # prove every load of the active context against its chain
+    # PostgreSQL: retry an append through a primary failover for up to this long (0: off).
+    failover_retry_s: float = Field(0.0, ge=0)
     # USD per 1M tokens by model name, added to (or replacing) the default price table.
     prices: dict[str, PriceSetting] = Field(default_factory=dict)
 
