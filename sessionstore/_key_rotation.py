@@ -155,6 +155,11 @@ async def key_usage(store: SessionStore) -> dict[str, int]:
     return await store.read_snapshot(_usage)
 
 
+async def plain_archives(store: SessionStore) -> int:
+    """How many archives are stored unencrypted (written while no keyring was configured)."""
+    return await store.read_snapshot(_count_plain_archives)
+
+
 async def rotate_keys(
     store: SessionStore,
     keyring: Keyring | None = None,
@@ -173,7 +178,7 @@ async def rotate_keys(
         )
     before = await key_usage(store)
     todo = sum(count for key, count in before.items() if key != ring.active.key_id)
-    todo += await store.read_snapshot(_count_plain_archives)
+    todo += await plain_archives(store)
     done = batches = 0
     while max_batches is None or batches < max_batches:
         count = await store.write_transaction(_tx_rewrap_batch, ring, batch_size)

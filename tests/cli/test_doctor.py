@@ -31,7 +31,24 @@ def test_healthy_installation(seeded: str) -> None:
     assert result.exit_code == 0, result.output
     assert checks["database"]["ok"] and checks["migrations"]["ok"]
     assert checks["tokenizer"]["ok"] and "offline" in checks["tokenizer"]["detail"]
-    assert "unencrypted" in checks["keys"]["detail"]
+    assert "unencrypted" in checks["keys"]["detail"] and checks["keys"]["warning"]
+    assert "1 archive(s) hold" in checks["keys"]["detail"]  # "work" was compacted once
+    table = run("doctor", "--url", seeded, env={"SESSIONSTORE_KEYS": ""})
+    assert "warn" in table.stdout and "FAIL" not in table.stdout
+
+
+def test_archives_written_before_the_keyring_are_flagged_until_rotated(
+    seeded: str, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "keys.txt"
+    generated = run("keys", "generate", "k1", "--key-file", str(key_file))
+    assert generated.exit_code == 0, generated.output
+    env = {"SESSIONSTORE_KEY_FILE": str(key_file), "SESSIONSTORE_KEYS": ""}
+    keys = _checks(run("doctor", "--url", seeded, "--json", env=env))["keys"]
+    assert keys["warning"] and "1 archive(s) written before the keyring" in keys["detail"]
+    assert run("keys", "rotate", "--url", seeded, env=env).exit_code == 0
+    keys = _checks(run("doctor", "--url", seeded, "--json", env=env))["keys"]
+    assert keys["ok"] and not keys["warning"] and "1 sealed" in keys["detail"]
 
 
 def test_unreachable_database_and_endpoint_fail() -> None:
@@ -51,7 +68,12 @@ def test_the_config_check_names_the_file_and_its_database(config_file: Path) -> 
     result = run("doctor", "--config", str(config_file), "--json", env=NO_KEYS)
     assert result.exit_code == 0, result.output
     checks = _checks(result)
-    assert checks["config"] == {"name": "config", "ok": True, "detail": str(config_file)}
+    assert checks["config"] == {
+        "name": "config",
+        "ok": True,
+        "detail": str(config_file),
+        "warning": False,
+    }
     assert checks["migrations"]["ok"] and checks["keys"]["ok"]
 
 
@@ -93,7 +115,12 @@ def test_a_broken_callback_fails_the_exporters_check_not_keys(
 def test_configured_exporters_are_listed(seeded: str, write_config: Callable[..., Path]) -> None:
     path = write_config(seeded, telemetry={"exporters": ["console"]})
     checks = _checks(run("doctor", "--config", str(path), "--json", env=NO_KEYS))
-    assert checks["exporters"] == {"name": "exporters", "ok": True, "detail": "console"}
+    assert checks["exporters"] == {
+        "name": "exporters",
+        "ok": True,
+        "detail": "console",
+        "warning": False,
+    }
 
 
 def _lease(url: str, session_id: str, holder: str, acquired: datetime, lease_s: float) -> None:
