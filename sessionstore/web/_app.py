@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import jinja2
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -93,12 +94,9 @@ def _route(path: str, handler: Handler, viewer: Viewer) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request, viewer)
-        except pages.NotFound as error:
-            return viewer.render(
-                "error.html", 404, title="not found", message=f"not found: {error}"
-            )
-        except pages.BadRequest as error:
-            return viewer.render("error.html", 400, title="bad request", message=str(error))
+        except HTTPException as error:  # a 404 or 400 the page raised, said on the page
+            title = "not found" if error.status_code == 404 else "bad request"
+            return viewer.render("error.html", error.status_code, title=title, message=error.detail)
         except SessionStoreError as error:  # the database, a key: said on the page, redacted
             message = f"{type(error).__name__}: {error}"
             return viewer.render("error.html", 503, title="cannot read the store", message=message)
@@ -109,7 +107,7 @@ def _route(path: str, handler: Handler, viewer: Viewer) -> Route:
 def _session_id(request: Request) -> str:
     session_id = request.query_params.get("id")
     if not session_id:
-        raise pages.BadRequest("which session? (?id=...)")
+        raise pages.bad_request("which session? (?id=...)")
     return session_id
 
 
@@ -146,7 +144,7 @@ async def compaction(request: Request, viewer: Viewer) -> Response:
     session_id = _session_id(request)
     number = pages._int(request.query_params.get("c"), "c")
     if number is None:
-        raise pages.BadRequest("which compaction? (&c=ID)")
+        raise pages.bad_request("which compaction? (&c=ID)")
     data = await pages.compaction_page(viewer.store, session_id, number, viewer.redactor)
     return viewer.render("compaction.html", title=f"compaction {number}", **data)
 
@@ -155,7 +153,7 @@ async def call(request: Request, viewer: Viewer) -> Response:
     session_id = _session_id(request)
     number = pages._int(request.query_params.get("n"), "n")
     if number is None:
-        raise pages.BadRequest("which call? (&n=N)")
+        raise pages.bad_request("which call? (&n=N)")
     data = await pages.call_page(viewer.store, session_id, number, viewer.redactor)
     return viewer.render("call.html", title=f"call {number}", **data)
 
@@ -164,7 +162,7 @@ async def as_of(request: Request, viewer: Viewer) -> Response:
     session_id = _session_id(request)
     point = request.query_params.get("point", "")
     if not point:
-        raise pages.BadRequest("as of when? (&point=120, v3, turn:5 or a time)")
+        raise pages.bad_request("as of when? (&point=120, v3, turn:5 or a time)")
     data = await pages.as_of_page(viewer.store, session_id, point, viewer.redactor)
     return viewer.render("as_of.html", title=f"{session_id} as of {point}", **data)
 

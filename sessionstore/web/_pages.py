@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from starlette.exceptions import HTTPException
+
 from sessionstore import (
     HistoryPoint,
     ModelCall,
@@ -34,12 +36,14 @@ _VERSION: Final = re.compile(r"v(\d+)")
 _TURN: Final = re.compile(r"turn:(\d+)")
 
 
-class NotFound(Exception):
-    """The page names a session, compaction or call that does not exist."""
+def not_found(what: str) -> HTTPException:
+    """The page names a session, compaction or call that does not exist (404)."""
+    return HTTPException(404, f"not found: {what}")
 
 
-class BadRequest(Exception):
-    """A parameter the page cannot read (said in the message)."""
+def bad_request(message: str) -> HTTPException:
+    """A parameter the page cannot read, said in the message (400)."""
+    return HTTPException(400, message)
 
 
 def parse_point(text: str) -> HistoryPoint:
@@ -54,7 +58,7 @@ def parse_point(text: str) -> HistoryPoint:
             return HistoryPoint.before_turn(int(match[1]))
         when = datetime.fromisoformat(text)
     except ValueError as error:
-        raise BadRequest(
+        raise bad_request(
             f"{text!r} is not a point in history: use a seq (120), a version (v3), "
             f"a turn (turn:5) or a time ({error})"
         ) from None
@@ -67,7 +71,7 @@ def _int(value: str | None, name: str, default: int | None = None) -> int | None
     try:
         return int(value)
     except ValueError:
-        raise BadRequest(f"{name} must be a whole number, got {value!r}") from None
+        raise bad_request(f"{name} must be a whole number, got {value!r}") from None
 
 
 # ---------------------------------------------------------------- sessions
@@ -89,7 +93,7 @@ def _uncursor(text: str, sort: str) -> tuple[Any, str]:
             raise ValueError("id")
         return value, session_id
     except (ValueError, TypeError):
-        raise BadRequest("the page link is damaged: start from the first page") from None
+        raise bad_request("the page link is damaged: start from the first page") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +114,7 @@ async def session_list(
 ) -> SessionList:
     """A page of sessions, sorted and filtered in SQL; the page's agents and costs only."""
     if sort not in q.SORTS:
-        raise BadRequest(f"sort must be one of {', '.join(q.SORTS)}")
+        raise bad_request(f"sort must be one of {', '.join(q.SORTS)}")
     descending = order != "asc"
     cursor = None if not after else _uncursor(after, sort)
     rows, last_key = await store.read_snapshot(
@@ -135,13 +139,13 @@ async def session_list(
 
 
 async def require(store: SessionStore, session_id: str) -> SessionInfo:
-    """The session's row, or NotFound."""
+    """The session's row, or a 404."""
     try:
         info = await store.session_info(session_id)
     except ValueError:
-        raise NotFound(session_id) from None
+        raise not_found(session_id) from None
     if info is None:
-        raise NotFound(session_id)
+        raise not_found(session_id)
     return info
 
 
@@ -372,7 +376,7 @@ async def compaction_page(
         if int(c["id"]) == compaction_id
     ]
     if not found:
-        raise NotFound(f"compaction {compaction_id}")
+        raise not_found(f"compaction {compaction_id}")
     record = found[0]
     segments = await lineage(store, info)
     first, last = int(record["covered_from_seq"]), int(record["covered_to_seq"])
@@ -455,7 +459,7 @@ async def call_page(
     calls = await store.model_calls(session_id)
     chosen = [call for call in calls if call.call == number]
     if not chosen:
-        raise NotFound(f"call {number}")
+        raise not_found(f"call {number}")
     call = chosen[0]
     entries: list[Entry] = []
     unsaved: list[Entry] = []
@@ -501,7 +505,7 @@ async def as_of_page(
     try:
         seq, rows = await store.rows_as_of(session_id, point)
     except ValueError as error:
-        raise BadRequest(str(error)) from None
+        raise bad_request(str(error)) from None
     entries = [from_stored(row, redactor) for row in visible_rows(rows)]
     compactions = await store.read_snapshot(q.compactions_of, session_id)
     user_turns = await store.user_turns(session_id)
@@ -528,7 +532,7 @@ async def search_page(
     try:
         hits = await store.search(query, session_id=session_id or None, limit=50, redact=redact)
     except ValueError as error:
-        raise BadRequest(str(error)) from None
+        raise bad_request(str(error)) from None
     return [
         {
             "session_id": hit.session_id,
