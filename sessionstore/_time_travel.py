@@ -10,6 +10,7 @@ a write.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeAlias
@@ -46,6 +47,11 @@ from ._session_sql import (
 PointKind = Literal["seq", "time", "version", "turn"]
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 _m: Final = messages.c
+_FORMS: Final = (
+    "a seq (120), a compaction version (v3), a turn (turn:5) or a time (2026-11-25T14:00:00Z)"
+)
+_VERSION: Final = re.compile(r"v(\d+)")
+_TURN: Final = re.compile(r"turn:(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,24 @@ class HistoryPoint:
             f"(HistoryPoint.after_version(3), HistoryPoint.before_turn(5)), not a "
             f"{type(value).__name__}"
         )
+
+    @classmethod
+    def parse(cls, text: str) -> HistoryPoint:
+        """A point as people type it: a seq (120), a compaction version (v3), a turn
+        (turn:5) or an ISO time (UTC when it has no offset, the database's clock); a
+        ValueError saying the accepted forms otherwise (the CLI's --as-of, the viewer)."""
+        text = text.strip()
+        if text.isdigit():
+            return cls.at_seq(int(text))
+        if match := _VERSION.fullmatch(text):
+            return cls.after_version(int(match[1]))
+        if match := _TURN.fullmatch(text):
+            return cls.before_turn(int(match[1]))
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a point in history: use {_FORMS}") from None
+        return cls.at_time(when if when.tzinfo else when.replace(tzinfo=UTC))
 
     def __str__(self) -> str:
         if isinstance(self.value, datetime):

@@ -260,3 +260,23 @@ async def _assert_travels(store: SessionStore, lineage: _Lineage) -> None:
 async def _last_seq(store: SessionStore, session_id: str) -> int:
     info = await store.session_info(session_id)
     return 0 if info is None else info.last_seq
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("120", HistoryPoint.at_seq(120)),
+        (" v3 ", HistoryPoint.after_version(3)),
+        ("turn:5", HistoryPoint.before_turn(5)),
+        ("2026-11-25T14:00:00", HistoryPoint.at_time(datetime(2026, 11, 25, 14, tzinfo=UTC))),
+        ("2026-11-25T15:00:00+01:00", HistoryPoint.at_time(datetime(2026, 11, 25, 14, tzinfo=UTC))),
+    ],
+)
+def test_a_point_is_parsed_as_people_type_it(text: str, expected: HistoryPoint) -> None:
+    assert HistoryPoint.parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "v0", "turn:0", "-3", "v", ""])
+def test_a_point_that_is_none_says_the_forms(text: str) -> None:
+    with pytest.raises(ValueError, match=r"seq|version|turn|point in history"):
+        HistoryPoint.parse(text)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from starlette.exceptions import HTTPException
@@ -32,8 +31,6 @@ from ._views import Entry, from_raw, from_stored, numbered
 PAGE_ROWS: Final = 100
 LIST_ROWS: Final = 50
 TREE_LIMIT: Final = 200  # branches drawn in a session's tree
-_VERSION: Final = re.compile(r"v(\d+)")
-_TURN: Final = re.compile(r"turn:(\d+)")
 
 
 def not_found(what: str) -> HTTPException:
@@ -47,22 +44,11 @@ def bad_request(message: str) -> HTTPException:
 
 
 def parse_point(text: str) -> HistoryPoint:
-    """A point as the CLI's --as-of reads it: 120, v3, turn:5 or an ISO time (UTC if naive)."""
-    text = text.strip()
+    """A point as the CLI's --as-of reads it (HistoryPoint.parse), or a 400 saying why."""
     try:
-        if text.isdigit():
-            return HistoryPoint.at_seq(int(text))
-        if match := _VERSION.fullmatch(text):
-            return HistoryPoint.after_version(int(match[1]))
-        if match := _TURN.fullmatch(text):
-            return HistoryPoint.before_turn(int(match[1]))
-        when = datetime.fromisoformat(text)
+        return HistoryPoint.parse(text)
     except ValueError as error:
-        raise bad_request(
-            f"{text!r} is not a point in history: use a seq (120), a version (v3), "
-            f"a turn (turn:5) or a time ({error})"
-        ) from None
-    return HistoryPoint.at_time(when if when.tzinfo else when.replace(tzinfo=UTC))
+        raise bad_request(str(error)) from None
 
 
 def _int(value: str | None, name: str, default: int | None = None) -> int | None:
