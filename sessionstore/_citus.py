@@ -81,6 +81,35 @@ CREATE OR REPLACE FUNCTION sessionstore_stamp_archives() RETURNS trigger LANGUAG
         END $$
 """
 
+# The append-only trigger of migration 0020, asking `maintenance_roles` (a reference table on
+# Citus) alone: joined to pg_roles, Citus plans the view's own pg_authid, which a role that
+# is neither superuser nor owner may not read, so a listed role was refused on the workers.
+_APPEND_ONLY_FUNCTION: Final = """
+CREATE OR REPLACE FUNCTION sessionstore_messages_append_only() RETURNS trigger
+        LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+        DECLARE listed boolean;
+        BEGIN
+            IF coalesce(pg_catalog.current_setting('sessionstore.maintenance', true), '') = 'on'
+            THEN
+                EXECUTE pg_catalog.format(
+                    'SELECT EXISTS (SELECT 1 FROM %I.maintenance_roles AS m WHERE CASE '
+                    'WHEN pg_catalog.to_regrole(pg_catalog.quote_ident(m.role_name)) IS NULL '
+                    'THEN false ELSE pg_catalog.pg_has_role(current_user, '
+                    'pg_catalog.to_regrole(pg_catalog.quote_ident(m.role_name)), ''MEMBER'') '
+                    'END)',
+                    TG_TABLE_SCHEMA) INTO listed;
+                IF NOT (listed OR pg_catalog.pg_has_role(current_user,
+                        (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid = TG_RELID),
+                        'MEMBER')) THEN
+                    RAISE EXCEPTION 'messages are append-only: maintenance refused for role %, which neither owns the schema nor is listed in maintenance_roles (see docs/SECURITY.md)', current_user
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+            END IF;
+            RAISE EXCEPTION 'messages are append-only: % refused (only retention, deleting a session and migrations change rows; see docs/SECURITY.md)', TG_OP USING ERRCODE = 'insufficient_privilege';
+        END $$
+"""  # noqa: E501 (the messages of migration 0020, word for word)
+
 # The append of _hot_path.PG_APPEND_SQL (same arguments, same optimistic check), as a
 # function Citus runs on the session's worker: one INSERT per row, each routed to the local
 # shard (an INSERT ... SELECT from unnest() would be planned through the coordinator again).
@@ -269,6 +298,7 @@ def distribute(connection: Connection) -> bool:
         for table in (*REFERENCE, *DISTRIBUTED):
             run(f"SELECT truncate_local_data_after_distributing_table('{table}')")
     run(_STAMP_ARCHIVES)
+    run(_APPEND_ONLY_FUNCTION)
     run(_RETENTION_FUNCTION)
     run(
         "ALTER FUNCTION sessionstore_apply_retention(boolean, timestamp with time zone) "

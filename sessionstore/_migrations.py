@@ -133,6 +133,8 @@ def _migrate(connection: Connection, direction: str, revision: str) -> None:
 
     config = alembic_config()
     config.attributes["connection"] = connection
+    if has_citus(connection):  # a migration's triggers, on distributed tables (_citus.py)
+        connection.exec_driver_sql("SET LOCAL citus.enable_unsafe_triggers = on")
     with maintenance(connection):  # migrations may rewrite message rows
         if direction == "up":
             command.upgrade(config, revision)

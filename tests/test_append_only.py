@@ -103,6 +103,8 @@ async def test_postgresql_maintenance_is_for_the_owner_and_the_roles_it_names(
 
             async def edit() -> None:
                 async with editor.transaction():
+                    # (Citus forwards it to the workers, whose shards' triggers check it.)
+                    await editor.execute("SET LOCAL citus.propagate_set_commands = 'local'")
                     await editor.execute("SET LOCAL sessionstore.maintenance = 'on'")
                     await editor.execute("UPDATE messages SET tokens = 99")
                     await editor.execute("DELETE FROM messages")
