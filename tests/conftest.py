@@ -199,6 +199,34 @@ _LONGEST_FIRST = (
 _RACES_LAST = ("test_store_threads.py::test_stores_in_processes_first_write",)
 
 
+# `pytest -m "not slow"`, the everyday subset (README): what starts servers, clusters or a
+# browser, runs examples, the README or the evals, soaks, or takes over ~5 s on this VM.
+_SLOW_MARKS = ("cluster", "browser", "untraced")
+_SLOW = (
+    "tests/test_readme.py",
+    "tests/test_examples.py",
+    "tests/test_soak.py",
+    "tests/test_eval_",
+    "tests/test_bench_",
+    "tests/test_citus.py",
+    "tests/test_store_threads.py",
+    "tests/test_first_write_races.py",
+    "tests/test_demo.py",
+    "tests/compaction/test_background_concurrency.py",
+)
+
+
+class _SlowMarks:
+    """Marks the slow tests before `-m` deselects (pytest's own hook reads the marks)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            marked = any(item.get_closest_marker(name) for name in _SLOW_MARKS)
+            if marked or item.nodeid.startswith(_SLOW):
+                item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, the same on every worker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def order(item: pytest.Item) -> int:
@@ -213,6 +241,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "untraced: run without coverage (repeats what the rest of the suite covers)"
     )
+    config.addinivalue_line(
+        "markers", "slow: left out of the everyday subset, `pytest -m 'not slow'` (README)"
+    )
+    config.pluginmanager.register(_SlowMarks(), "sessionstore-slow-marks")
 
 
 @pytest.hookimpl(wrapper=True)
