@@ -12,7 +12,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, Final, TextIO, cast
 
 import asyncpg
 import sqlalchemy as sa
@@ -21,8 +21,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._builders import build_store
-from .._config import SessionStoreConfig, load_config
 from .._database import resolve_url
 from .._errors import (
     ArchiveSinkError,
@@ -42,6 +40,10 @@ from .._errors import (
 from .._events import Event
 from .._store import SessionStore
 from .._utc import as_utc
+
+if TYPE_CHECKING:
+    from .._config import SessionStoreConfig
+
 from ._exit_codes import EXIT_FAILED, EXIT_USAGE
 from ._text import json_text, shown, visible
 
@@ -250,6 +252,8 @@ def load_settings(url: str | None, config: Path | None) -> SessionStoreConfig | 
     """The --config file's settings with --url (when given) winning over `store.url`."""
     if config is None:
         return None
+    from .._config import load_config  # pydantic's models: only for a config file
+
     settings = load_config(config)
     if url is None:
         return settings
@@ -281,6 +285,8 @@ def open_store(
     if create_tables is not None:
         store_settings = settings.store.model_copy(update={"create_tables": create_tables})
         settings = settings.model_copy(update={"store": store_settings})
+    from .._builders import build_store
+
     return build_store(settings, read_only=read_only)
 
 
