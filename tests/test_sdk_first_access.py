@@ -517,4 +517,5 @@ def test_doctor_says_none_without_sdk_tables(sqlite_url: str) -> None:
         "name": "agents sdk tables",
         "ok": True,
         "detail": "none",
+        "warning": False,
     }

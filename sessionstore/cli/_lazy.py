@@ -15,7 +15,7 @@ from typing import Any, Final, NamedTuple
 import typer
 from typer.core import TyperGroup
 
-from ._guard import GuardedGroup
+from ._guard import CLI_SETTINGS, GuardedGroup
 
 
 class Entry(NamedTuple):
@@ -91,7 +91,7 @@ def load_command(name: str) -> Any:
     entry = COMMANDS[name]
     target = getattr(importlib.import_module(entry.module, __package__), entry.attribute)
     if not isinstance(target, typer.Typer):  # a function: a Typer of that one command
-        single = typer.Typer(add_completion=False)
+        single = typer.Typer(add_completion=False, **CLI_SETTINGS)
         single.command(name=name)(target)
         target = single
     command = typer.main.get_command(target)

@@ -109,12 +109,14 @@ def _select(
     statement = vetted(sql, conn.dialect.name)
     deadline = time.monotonic() + timeout_s
     raw = conn.connection.driver_connection
-    heap_before = length_before = 0
+    length_before = 0
     if sqlite:
         assert isinstance(raw, sqlite3.Connection)
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        heap_before = raw.execute("PRAGMA hard_heap_limit").fetchone()[0]
-        raw.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}")
+        # The heap cap is the process's (SQLite's is global) and can only be lowered: it
+        # stays for the rest of this process (a CLI command), never raised above the cap.
+        if raw.execute("PRAGMA hard_heap_limit").fetchone()[0] not in range(1, SQLITE_HEAP_LIMIT):
+            raw.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}")
         length_before = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_RESULT_BYTES)
     else:
         # Reads run in autocommit: this transaction is the statement's own (a server-side
@@ -162,7 +164,6 @@ def _select(
         if sqlite:
             assert isinstance(raw, sqlite3.Connection)
             raw.set_progress_handler(None, 0)
-            raw.execute(f"PRAGMA hard_heap_limit = {int(heap_before)}")
             raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length_before)
         else:
             conn.exec_driver_sql("ROLLBACK")

@@ -34,8 +34,9 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-# What json.dumps(ensure_ascii=False) leaves raw but a terminal acts on: DEL, C1, bidi.
-_JSON_UNSAFE: Final = re.compile(r"[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What json.dumps(ensure_ascii=False) leaves raw but a terminal acts on (DEL, C1, bidi) or
+# a line splitter breaks a JSON line at (NEL is C1; the line and paragraph separators).
+_JSON_UNSAFE: Final = re.compile(r"[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def json_text(
