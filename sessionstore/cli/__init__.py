@@ -6,7 +6,6 @@ The root imports none of its commands: each is loaded when the command line name
 
 from __future__ import annotations
 
-from importlib.metadata import version as package_version
 from typing import Annotated
 
 import typer
@@ -25,6 +24,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import version as package_version  # 25 ms: only for --version
+
         typer.echo(f"sessionstore {package_version('sessionstore')}")
         raise typer.Exit()
 
