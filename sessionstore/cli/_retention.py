@@ -60,6 +60,13 @@ async def _rows_due(store: SessionStore, policies: list[RetentionPolicy], at: da
 # A century is plenty; past ~739,000 days the cutoff (now - days) is before year 1 and every
 # later `retention run` would fail on the stored policy.
 MAX_DAYS: Final = 36_500
+# What each action's count counts (a deleted session takes its rows with it).
+_COUNTED: Final = {
+    RetentionAction.PURGE_COMPACTED_PLAINTEXT: "rows",
+    RetentionAction.DELETE_IDLE_SESSIONS: "sessions",
+    RetentionAction.DELETE_ARCHIVES: "archives",
+    RetentionAction.DELETE_EVENTS: "events",
+}
 
 
 @retention_app.command("run")
@@ -79,9 +86,12 @@ def run(
     """Apply every enabled policy now (on PostgreSQL, sessionstore_apply_retention() too)."""
     fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
 
+    units: dict[str, str] = {}
+
     async def go() -> RetentionReport:
         async with open_store(url, config, read_only=dry_run) as store:
             policies = [policy for policy, _ in await effective_policies(store, url, config)]
+            units.update({policy.name: _COUNTED[policy.action] for policy in policies})
             with progress_bar(quiet=as_json) as bar:
                 at = datetime.now(UTC)
                 # On a terminal, a real run counts first: the bar's total is the rows due.
@@ -114,21 +124,19 @@ def run(
         )
         return
     records = [
-        {"policy": name, "rows": count, "dry_run": report.dry_run}
+        {"policy": name, "rows": count, "of": units.get(name, "rows"), "dry_run": report.dry_run}
         for name, count in report.counts.items()
     ]
 
     def table() -> Table:
         drawn = Table(title="Retention " + ("(dry run: nothing changed)" if dry_run else "run"))
         drawn.add_column("policy")
-        drawn.add_column(
-            "rows " + ("that would be affected" if dry_run else "affected"), justify="right"
-        )
-        for name, count in report.counts.items():
-            drawn.add_row(shown(name), shown(f"{count:,}"))
+        drawn.add_column("would be affected" if dry_run else "affected", justify="right")
+        for record in records:
+            drawn.add_row(shown(record["policy"]), shown(f"{record['rows']:,} {record['of']}"))
         return drawn
 
-    emit_records(records, fmt, table, columns=("policy", "rows", "dry_run"))
+    emit_records(records, fmt, table, columns=("policy", "rows", "of", "dry_run"))
 
 
 @policy_app.command("set")

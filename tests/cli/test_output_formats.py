@@ -71,7 +71,11 @@ def test_each_format_of_each_listing_parses_and_agrees(listed: str, name: str) -
     arguments, awkward_column = LISTINGS[name]
     if name == "retention run":  # --json keeps its documented single object
         objects = json.loads(_ok(run(*arguments, "--json", "--url", listed)))["counts"]
-        records = [{"policy": k, "rows": v, "dry_run": True} for k, v in objects.items()]
+        nl = _ok(run(*arguments, "--nl", "--url", listed)).splitlines()
+        records = [json.loads(line) for line in nl]
+        assert {record["policy"]: record["rows"] for record in records} == objects
+        units = {"rows", "sessions", "archives", "events"}  # what each policy's count counts
+        assert all(record["of"] in units and record["dry_run"] for record in records)
     else:
         records = json.loads(_ok(run(*arguments, "--json", "--url", listed)))
     assert isinstance(records, list) and records, name

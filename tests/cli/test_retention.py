@@ -119,3 +119,17 @@ def test_the_config_files_policies_are_listed_and_applied(
     ]
     dry = run("retention", "run", "--dry-run", "--config", str(config), "--json")
     assert json.loads(dry.stdout)["counts"] == {"events-1d": 0, "idle-30d": 0}
+
+
+def test_the_dry_run_counts_what_each_policy_counts(seeded: str) -> None:
+    """delete_idle_sessions counts sessions, not rows (a README claim once said rows)."""
+    for name, action in (("idle", "delete_idle_sessions"), ("old-events", "delete_events")):
+        chosen = ("--action", action, "--days", "1", "--url", seeded)
+        done = run("retention", "policy", "set", name, *chosen)
+        assert done.exit_code == 0, done.output
+    shown = run("retention", "run", "--dry-run", "--nl", "--url", seeded).stdout
+    records = [json.loads(line) for line in shown.splitlines()]
+    assert {record["policy"]: record["of"] for record in records} == {
+        "idle": "sessions",
+        "old-events": "events",
+    }
