@@ -7,8 +7,29 @@ every node, given the extension there, and its workers registered with its coord
 
 from __future__ import annotations
 
+import fcntl
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import asyncpg
 from sqlalchemy.engine import make_url
+
+
+@contextmanager
+def _one_setup_at_a_time(coordinator: str) -> Iterator[None]:
+    """Registering workers with a new database's coordinator, from two test processes at
+    once, failed on a worker with "tuple concurrently updated" (a CI run, -n 2): the
+    cluster's set-ups take turns, across processes, through a lock file."""
+    port = make_url(coordinator).port or 5432
+    lock = Path(tempfile.gettempdir()) / f"sessionstore-citus-{port}.lock"
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _on(dsn: str, host: str, port: int, database: str) -> str:
@@ -62,13 +83,14 @@ async def enable_citus(coordinator: str, name: str, *, extension: bool = True) -
     workers = await _workers(coordinator)
     if extension:
         await _run(_on(coordinator, host, port, name), "CREATE EXTENSION citus")
-    await _run(
-        _on(coordinator, host, port, name),
-        # 4 shards, not 32: each test empties every table, on every shard.
-        f'ALTER DATABASE "{name}" SET citus.shard_count = 4',
-        f"SELECT citus_set_coordinator_host('{host}', {port})",
-        *(f"SELECT citus_add_node('{h}', {p})" for h, p in workers),
-    )
+    with _one_setup_at_a_time(coordinator):
+        await _run(
+            _on(coordinator, host, port, name),
+            # 4 shards, not 32: each test empties every table, on every shard.
+            f'ALTER DATABASE "{name}" SET citus.shard_count = 4',
+            f"SELECT citus_set_coordinator_host('{host}', {port})",
+            *(f"SELECT citus_add_node('{h}', {p})" for h, p in workers),
+        )
 
 
 async def drop_citus_database(coordinator: str, name: str) -> None:
