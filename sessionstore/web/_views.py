@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from sessionstore import CorruptRowError, Redactor, StoredRow, decode_payload, text_of
 
@@ -68,53 +68,67 @@ def _text(item: Mapping[str, Any] | None, redactor: Redactor) -> str:
     return redactor.text(text_of(redactor.value(dict(item))))
 
 
+class _Row(Protocol):
+    """What the timeline reads of a row: a RawRow the viewer paged, or a StoredRow."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def role(self) -> str | None: ...
+    @property
+    def item_type(self) -> str | None: ...
+    @property
+    def tool_name(self) -> str | None: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def ref_seq(self) -> int | None: ...
+    @property
+    def compaction_id(self) -> int | None: ...
+    @property
+    def agent(self) -> str | None: ...
+
+
 def entry(
-    session_id: str,
-    seq: int,
-    kind: str,
-    role: str | None,
-    item_type: str | None,
-    tool_name: str | None,
-    tokens: int,
-    created_at: datetime,
-    ref_seq: int | None,
-    compaction_id: int | None,
-    agent: str | None,
-    item: Mapping[str, Any] | None,
-    redactor: Redactor,
-    *,
-    note: str | None = None,
+    row: _Row, item: Mapping[str, Any] | None, redactor: Redactor, *, note: str | None = None
 ) -> Entry:
     """The timeline entry of one row."""
-    label, css = _label(kind, role, item_type, tool_name)
+    kind, ref_seq = row.kind, row.ref_seq
+    label, css = _label(kind, row.role, row.item_type, row.tool_name)
     if kind == "clear" and ref_seq is not None:
         label = f"rewound to #{ref_seq}"
     elif kind == "clear":
         label = "cleared"
     elif kind == "tombstone" and ref_seq is not None:
         label = f"popped #{ref_seq}"
-    elif kind == "carry" and ref_seq is not None and compaction_id is None:
+    elif kind == "carry" and ref_seq is not None and row.compaction_id is None:
         label = f"copy of #{ref_seq} (rewind)"
     elif kind == "carry" and ref_seq is not None:
         label = f"kept verbatim: copy of #{ref_seq}"
     text = note if note is not None else _text(item, redactor)
     flat = " ".join(text.split())
     return Entry(
-        session_id=session_id,
-        seq=seq,
+        session_id=row.session_id,
+        seq=row.seq,
         kind=kind,
         label=redactor.text(label),
         css=css,
-        role=role,
-        agent=None if agent is None else redactor.text(agent),
-        tool_name=None if tool_name is None else redactor.text(tool_name),
+        role=row.role,
+        agent=None if row.agent is None else redactor.text(row.agent),
+        tool_name=None if row.tool_name is None else redactor.text(row.tool_name),
         text=text,
         preview=flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else ""),
         long=len(text) > LONG_CHARS or text.count("\n") > 12,
-        tokens=tokens,
-        created_at=created_at,
+        tokens=row.tokens,
+        created_at=row.created_at,
         ref_seq=ref_seq,
-        compaction_id=compaction_id,
+        compaction_id=row.compaction_id,
     )
 
 
@@ -134,41 +148,12 @@ def from_raw(row: RawRow, redactor: Redactor, sealed: Mapping[int, StoredRow]) -
         note = None if item is not None else "[sealed: no key to open it]"
     elif row.kind in ("item", "carry", "summary"):
         note = "[payload purged by retention]"
-    return entry(
-        row.session_id,
-        row.seq,
-        row.kind,
-        row.role,
-        row.item_type,
-        row.tool_name,
-        row.tokens,
-        row.created_at,
-        row.ref_seq,
-        row.compaction_id,
-        row.agent,
-        item,
-        redactor,
-        note=note,
-    )
+    return entry(row, item, redactor, note=note)
 
 
 def from_stored(row: StoredRow, redactor: Redactor) -> Entry:
     """The entry of a row the store read (time travel, a model call's input)."""
-    return entry(
-        row.session_id,
-        row.seq,
-        row.kind,
-        row.role,
-        row.item_type,
-        row.tool_name,
-        row.tokens,
-        row.created_at,
-        row.ref_seq,
-        row.compaction_id,
-        row.agent,
-        row.item,
-        redactor,
-    )
+    return entry(row, row.item, redactor)
 
 
 def numbered(entries: Iterable[Entry], first_turn: int) -> list[Entry]:
