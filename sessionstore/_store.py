@@ -67,7 +67,7 @@ from ._model_calls import (
     tx_usage,
     usage_by_turn,
 )
-from ._off_loop import off_loop
+from ._off_loop import BIG_READ, off_loop
 from ._payload_sealing import SessionKeys
 from ._prices import DEFAULT_PRICES, Price, cost_usd, price_of
 from ._redaction import Redactor, redaction_disabled_event
@@ -255,11 +255,6 @@ def _tx_append_general(
     conn.execute(_INSERT_MESSAGES, rows)
     conn.execute(_UPDATE_SESSION, {"sid": batch.session_id, **updates})
     return list(range(first, last + 1))
-
-
-# A context of more rows than this is decoded on a worker thread: decoding 100,000 items
-# on the loop's thread stalled it for 300 ms and more (issue #34); a few hundred take ~1 ms.
-_DECODE_ON_LOOP: Final = 2_000
 
 
 def _decoded_visible(records: Sequence[Any]) -> list[dict[str, Any]]:
@@ -852,7 +847,7 @@ class SessionStore:
             if not records:  # empty, or a branch that still shares its parent's rows
                 records = await self.database.active_rows(session_id, lineage=True)
             if not any(record[4] is not None for record in records):  # older sealed rows?
-                if len(records) > _DECODE_ON_LOOP:  # a big context: not on the loop's thread
+                if len(records) > BIG_READ:  # a big context: not on the loop's thread
                     return await asyncio.to_thread(_decoded_visible, records)
                 return _decoded_visible(records)
         return await self.database.read(_read_active, session_id, self.session_keys)
