@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from tests.support.servers import free_port
 from tests.support.system_services import (
     PG_BIN,
     as_service_user,
     ensure_installed,
-    free_port,
     service_dir,
     stop,
     wait_for_port,

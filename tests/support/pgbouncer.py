@@ -12,10 +12,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from tests.support.servers import free_port
 from tests.support.system_services import (
     as_service_user,
     ensure_installed,
-    free_port,
     service_dir,
     stop,
     wait_for_port,

@@ -185,9 +185,13 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[Recorder]:
         thread.join()
 
 
-def dead_url() -> str:
-    """An http URL on 127.0.0.1 where nothing listens."""
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on right now (the OS picks it)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+        return int(probe.getsockname()[1])
+
+
+def dead_url() -> str:
+    """An http URL on 127.0.0.1 where nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"

@@ -20,13 +20,6 @@ PG_BIN: Final = Path("/usr/lib/postgresql/15/bin")
 _SERVICE_USER: Final = "postgres"
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def ensure_installed(binary: str, packages: list[str]) -> str:
     """The path of `binary`, installing `packages` with apt-get first when it is missing;
     skips (with apt's own words) only when apt cannot install them."""

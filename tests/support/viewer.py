@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from sessionstore import CallUsage, HistoryPoint, Price, SessionStore
 from sessionstore.web import create_app
 from tests.support.histories import assistant, call, output, turns, user
 from tests.support.managers import small_window_manager
+from tests.support.servers import free_port
 
 SECRET: Final = "sk-proj-Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
 HOSTILE_ID: Final = "<img src=x onerror=alert(4)>\u202eevil"
@@ -74,12 +74,6 @@ def seeded(url: str) -> str:
     """`url` with the viewer's sessions written (synchronously, for sync tests)."""
     asyncio.run(seed(url))
     return url
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager

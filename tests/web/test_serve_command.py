@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 
 from tests.support.cli import run
-from tests.support.viewer import free_port, seeded
+from tests.support.servers import free_port
+from tests.support.viewer import seeded
 
 
 def test_another_host_without_a_token_refuses_to_start(sqlite_url: str) -> None:
