@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sessionstore import SessionStore, StoreUnavailableError
 from sessionstore._errors import UnavailableReason
 from tests.support.pg_proxy import pg_proxy
-from tests.support.system_services import free_port
+from tests.support.servers import free_port
 
 
 def _texts(rows: list[Any]) -> list[str]:

@@ -16,7 +16,7 @@ from sessionstore._pg_url import (
     without_pooler,
 )
 from tests.conftest import PG_ADMIN_URL
-from tests.support.system_services import free_port
+from tests.support.servers import free_port
 
 REPEATED = "postgresql+asyncpg://app@/db?host=h1:5001&host=h2:5002&target_session_attrs=read-write"
 COMMA = "postgresql+asyncpg://app@/db?host=h1,h2&port=5001,5002&target_session_attrs=read-write"
