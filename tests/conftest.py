@@ -89,6 +89,12 @@ def fresh_pg_url() -> Iterator[str]:
     _drop_pg_database(url)
 
 
+_FOREIGN_TABLES = """
+    SELECT table_name FROM information_schema.tables
+    WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> ALL($1)
+"""
+
+
 async def _empty_tables(url: str) -> None:
     conn = await asyncpg.connect(_dsn(url))
     try:
@@ -101,6 +107,10 @@ async def _empty_tables(url: str) -> None:
             # deadlocks Citus.
             await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
             await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+            # Tables others wrote here (the SDK's agent_sessions, say) go too: the store's
+            # first access would import a session a later test expects to find empty.
+            for (name,) in await conn.fetch(_FOREIGN_TABLES, [*TABLES, "alembic_version"]):
+                await conn.execute(f'DROP TABLE "{name}" CASCADE')
     finally:
         await conn.close()
 
