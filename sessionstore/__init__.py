@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from ._events import Event
     from ._history_check import ChainReport
     from ._importer import ImportReport, import_sdk_sessions
-    from ._items import text_of
+    from ._items import text_of, tool_name_of
     from ._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
     from ._model_calls import CallUsage, ModelCall
     from ._prices import Price
@@ -101,6 +101,7 @@ _LAZY: dict[str, str] = {
     "Event": "._events",
     "ChainReport": "._history_check",
     "text_of": "._items",
+    "tool_name_of": "._items",
     "CallUsage": "._model_calls",
     "ModelCall": "._model_calls",
     "Price": "._prices",
@@ -230,6 +231,7 @@ __all__ = [
     "run_retention",
     "set_policy",
     "text_of",
+    "tool_name_of",
     "visible_rows",
 ]
 

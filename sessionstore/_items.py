@@ -203,7 +203,7 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
     if item_type is None and role is not None:
         item_type = "message"
     call_id = _as_str(item.get("call_id"))
-    tool_name = _as_str(item.get("name")) if item_type != "message" else None
+    tool_name = tool_name_of(item) if item_type != "message" else None
     tool_calls = item.get("tool_calls")
     if isinstance(tool_calls, list) and tool_calls:
         # Chat Completions: an assistant message that calls tools.
@@ -221,6 +221,42 @@ def describe(item: Mapping[str, Any], call_names: Mapping[str, str]) -> ItemInfo
     meta = item.get("meta")  # usually absent: no Mapping (ABC) check for None
     protected = meta is not None and isinstance(meta, Mapping) and meta.get("protected") is True
     return ItemInfo(role, item_type, tool_name, call_id, protected)
+
+
+# Hosted tools whose calls carry no name: the item type names the tool (as the SDK counts them).
+_NAMELESS_TOOL_CALLS: Final = frozenset(
+    {
+        "computer_call",
+        "file_search_call",
+        "web_search_call",
+        "code_interpreter_call",
+        "shell_call",
+        "apply_patch_call",
+    }
+)
+_TOOL_SEARCH_ITEMS: Final = frozenset({"tool_search_call", "tool_search_output"})
+
+
+def tool_name_of(item: Mapping[str, Any]) -> str | None:
+    """The tool an item calls, named as the Agents SDK files it: `namespace.name` for a
+    namespaced function, `server_label.name` for an MCP call, the type for a hosted tool,
+    and one "tool_search" for the tool search's call and output; None for an item that
+    names no tool (an output names its call's tool only through the call)."""
+    item_type = _as_str(item.get("type"))
+    name = _as_str(item.get("name"))
+    if item_type in ("mcp_call", "mcp_approval_request") and "server_label" in item:
+        label = _as_str(item.get("server_label"))
+        if label:
+            return f"{label}.{name}" if name else label
+        return name
+    if item_type in _TOOL_SEARCH_ITEMS:
+        return "tool_search"
+    if item_type in _NAMELESS_TOOL_CALLS:
+        return item_type
+    namespace = _as_str(item.get("namespace"))
+    if name and namespace and namespace != name:  # the SDK's deferred shape repeats the name
+        return f"{namespace}.{name}"
+    return name
 
 
 # Typed columns PostgreSQL bounds (SQLite would take anything): refused on both, alike.

@@ -59,8 +59,14 @@ _TOOL_USAGE: Final = sa.text(
                    OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS turn
         FROM messages WHERE session_id = :sid AND kind = 'item' AND seq <= :upto
     )
-    SELECT tool_name, COUNT(*) AS calls, turn FROM numbered
-    WHERE tool_name IS NOT NULL AND item_type NOT LIKE '%output'
+    SELECT tool_name, COUNT(*) AS calls, turn FROM numbered AS used
+    WHERE tool_name IS NOT NULL AND (
+        item_type NOT LIKE '%output'
+        -- a tool search the host ran shows only its output: that output is the use
+        OR (item_type = 'tool_search_output' AND NOT EXISTS (
+            SELECT 1 FROM numbered AS call
+            WHERE call.turn = used.turn AND call.item_type = 'tool_search_call'))
+    )
     GROUP BY tool_name, turn ORDER BY turn, tool_name
     """
 )

@@ -22,6 +22,7 @@ from sessionstore._items import (
     is_tool_output,
     role_of,
     text_of,
+    tool_name_of,
 )
 
 
@@ -84,6 +85,23 @@ def test_responses_items_fill_typed_columns() -> None:
     assert reasoning.item_type == "reasoning" and not is_tool_output(reasoning)
 
 
+@pytest.mark.parametrize(
+    ("item", "name"),
+    [
+        ({"type": "function_call", "name": "get", "namespace": "crm"}, "crm.get"),
+        ({"type": "function_call", "name": "get", "namespace": "get"}, "get"),
+        ({"type": "mcp_call", "server_label": "fs", "name": "read"}, "fs.read"),
+        ({"type": "mcp_call", "server_label": "fs"}, "fs"),
+        ({"type": "web_search_call", "id": "w"}, "web_search_call"),
+        ({"type": "tool_search_output", "tools": []}, "tool_search"),
+        ({"type": "function_call_output", "call_id": "c1", "output": "x"}, None),
+    ],
+)
+def test_tools_are_named_as_the_agents_sdk_files_them(item: dict[str, Any], name: str) -> None:
+    assert tool_name_of(item) == name
+    assert describe(item, {}).tool_name == name
+
+
 def test_chat_completions_messages_fill_typed_columns() -> None:
     assistant = {
         "role": "assistant",
@@ -121,7 +139,10 @@ _json = st.recursive(
 @given(
     st.dictionaries(
         st.sampled_from(
-            ["role", "type", "name", "call_id", "tool_calls", "tool_call_id", "meta", "content"]
+            [
+                *("role", "type", "name", "call_id", "tool_calls", "tool_call_id", "meta"),
+                *("content", "namespace", "server_label"),
+            ]
         ),
         _json,
     )

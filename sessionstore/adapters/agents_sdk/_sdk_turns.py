@@ -9,8 +9,9 @@ they work on any backend and no per-message structure table is kept.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from ... import tool_name_of
 from ._branch_ids import branch_name, branch_session_id
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class SDKTurnsMixin:
                 continue
             number = max((turn for turn, first in starts if first <= row.seq), default=0)
             grouped.setdefault(number, []).append(
-                {"type": _message_type(row.item), "tool_name": _tool_name(row.item)}
+                {"type": _message_type(row.item), "tool_name": tool_name_of(row.item)}
             )
         return grouped
 
@@ -100,41 +101,6 @@ def _message_type(item: dict[str, Any]) -> str:
         return str(role)
     kind = item.get("type")
     return str(kind) if kind else "other"
-
-
-_NAMED_BY_TYPE: Final = frozenset(
-    {
-        "computer_call",
-        "file_search_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "shell_call",
-        "apply_patch_call",
-    }
-)
-
-
-def _tool_name(item: dict[str, Any]) -> str | None:
-    """The tool name the SDK files an item under (AdvancedSQLiteSession._extract_tool_name):
-    an MCP call's "server.tool", a built-in call's type, "tool_search", else the item's own
-    `name` ("namespace.name" when namespaced); outputs carry none (they have no name)."""
-    kind = item.get("type")
-    if kind in ("mcp_call", "mcp_approval_request") and "server_label" in item:
-        server, name = item.get("server_label"), item.get("name")
-        if name and server:
-            return f"{server}.{name}"
-        return str(server) if server else (str(name) if name else None)
-    if kind in ("tool_search_call", "tool_search_output"):
-        return "tool_search"
-    if kind in _NAMED_BY_TYPE:
-        return str(kind)
-    name = item.get("name")
-    if name is None:
-        return None
-    namespace = item.get("namespace")
-    if isinstance(namespace, str) and namespace and namespace != str(name):
-        return f"{namespace}.{name}"
-    return str(name)
 
 
 def _content(user_text: str | None) -> str | list[dict[str, Any]] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from agents.extensions.memory import AdvancedSQLiteSession
 
 from sessionstore import SessionStore, SQLSession
@@ -113,5 +114,53 @@ async def test_tool_names_in_conversation_by_turns_are_the_sdks(
                 "web_search_call",
                 "tool_search",
             ]
+    finally:
+        sdk.close()
+
+
+TOOL_SEARCH = {"type": "tool_search_call", "id": "s", "arguments": {}, "status": "completed"}
+TOOL_FOUND = {"type": "tool_search_output", "id": "o", "status": "completed", "tools": []}
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        pytest.param([TOOL_SEARCH, TOOL_FOUND], id="search-call-and-output-count-once"),
+        pytest.param([TOOL_FOUND], id="search-output-alone-counts"),
+        pytest.param(
+            [
+                {"type": "function_call", "call_id": "a", "name": "get", "namespace": "crm"},
+                {"type": "function_call", "call_id": "b", "name": "get", "namespace": "billing"},
+                {"type": "function_call_output", "call_id": "a", "output": "x"},
+            ],
+            id="namespaces-apart",
+        ),
+        pytest.param(
+            [
+                {"type": "mcp_call", "id": "m", "server_label": "fs", "name": "read"},
+                {"type": "mcp_approval_request", "id": "r", "server_label": "fs", "name": "rm"},
+                {"type": "computer_call", "id": "c", "action": {}},
+                {"type": "shell_call", "id": "sh", "action": {}},
+            ],
+            id="mcp-and-hosted",
+        ),
+    ],
+)
+async def test_tool_usage_counts_tools_as_the_sdk_does(
+    db_url: str, tmp_path: Path, turn: list[Any]
+) -> None:
+    items: list[Any] = [{"role": "user", "content": "go"}, *turn]
+    items += [{"role": "user", "content": "again"}, *turn]
+    sdk = AdvancedSQLiteSession(
+        session_id="u", db_path=str(tmp_path / "advanced.db"), create_tables=True
+    )
+    try:
+        async with SessionStore(db_url, create_tables=True) as store:
+            ours = SQLSession("u", store)
+            await sdk.add_items(items)
+            await ours.add_items(items)
+            expected = sorted(await sdk.get_tool_usage())
+            assert expected, "the SDK counted nothing: the case tests nothing"
+            assert sorted(await ours.get_tool_usage()) == expected
     finally:
         sdk.close()
