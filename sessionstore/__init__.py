@@ -57,6 +57,7 @@ from ._errors import (
     SummaryRefusedError,
     SummaryToolCallError,
     SummaryTooLongError,
+    UnserializableItemError,
     UnsupportedURLError,
 )
 
@@ -210,6 +211,7 @@ __all__ = [
     "SummaryToolCallError",
     "TokenEstimator",
     "Turn",
+    "UnserializableItemError",
     "UnsupportedURLError",
     "UserTurn",
     "build_event_bus",

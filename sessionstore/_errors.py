@@ -16,6 +16,7 @@ safe to log. One tree:
     ├── QueryRejectedError (ValueError)          the database refused a read-only query
     ├── QueryTooLargeError                       a read-only query's result passed its bound
     ├── InvalidItemError (ValueError)            an item or metadata JSON cannot hold as given
+    │   └── UnserializableItemError (TypeError)  a value JSON has no type for (as json.dumps)
     ├── InvalidSessionIdError (ValueError)       a session id no backend can store (NUL, ...)
     ├── StoreTimeoutError (TimeoutError)         a bounded wait ran out; names what it waited for
     ├── StoreError                               the database refused an operation
@@ -112,6 +113,11 @@ class QueryTooLargeError(SessionStoreError):
 
 class InvalidItemError(SessionStoreError, ValueError):
     """An item handed to the store cannot be stored as-is."""
+
+
+class UnserializableItemError(InvalidItemError, TypeError):
+    """An item holds a value JSON cannot (a datetime, bytes, an object): a TypeError too, as
+    `json.dumps` and the Agents SDK's stores raise for it."""
 
 
 class InvalidSessionIdError(SessionStoreError, ValueError):

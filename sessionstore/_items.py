@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ._errors import InvalidItemError
+from ._errors import InvalidItemError, UnserializableItemError
 from ._opaque import OPAQUE_TYPES, describe_opaque
 from ._record import record
 
@@ -185,7 +185,7 @@ def _explain(value: object, path: str, depth: int, label: str) -> None:
         for position, child in enumerate(value):
             _explain(child, f"{path}[{position}]", depth + 1, label)
     elif not isinstance(value, _JSON_SCALARS):
-        raise InvalidItemError(
+        raise UnserializableItemError(
             f"{label} field {where} is a {type(value).__name__}, which JSON cannot "
             "hold. Convert datetimes, bytes, sets or pydantic models to JSON types (str, "
             "number, bool, null, list, dict) first; nothing was stored."

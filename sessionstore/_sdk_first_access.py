@@ -159,8 +159,9 @@ class SdkHistory:
                 history = per_store[tables] = cls(weakref.ref(store), tables)
             return history
 
-    async def ensure(self, session_id: str) -> None:
-        """Import `session_id` from the SDK's tables if the store lacks it and they have it.
+    async def ensure(self, session_id: str, logger: logging.Logger | None = None) -> None:
+        """Import `session_id` from the SDK's tables if the store lacks it and they have it,
+        saying so on `logger` (AdvancedSQLiteSession's argument; "sessionstore.import" else).
 
         After the first call for an id (or when the database has no SDK tables) this costs
         a set lookup. Errors reaching the database propagate (nothing is remembered: the
@@ -173,7 +174,7 @@ class SdkHistory:
             return
         found = await self._tables(store)
         if found is not None:
-            await self._import(store, found, session_id)
+            await self._import(store, found, session_id, logger or log)
         if len(self._checked) >= KNOWN_IDS:
             self._checked.clear()
         self._checked.add(session_id)
@@ -191,7 +192,9 @@ class SdkHistory:
             self._looked = True
         return self._found
 
-    async def _import(self, store: SessionStore, found: _Found, session_id: str) -> None:
+    async def _import(
+        self, store: SessionStore, found: _Found, session_id: str, logger: logging.Logger
+    ) -> None:
         data = await store.read_snapshot(_read_session, found, session_id)
         if not data:
             return  # ours already, or the SDK has no messages for it
@@ -199,7 +202,7 @@ class SdkHistory:
         items = [row.item for row in rows if row.item is not None]
         skipped = [row for row in rows if row.item is None]
         if not items:
-            log.warning(
+            logger.warning(
                 "Agents SDK session %r in %s: none of its %d message(s) can be stored (%s); "
                 "nothing imported",
                 session_id,
@@ -234,7 +237,7 @@ class SdkHistory:
         if not imported:
             return
         store.publish(redacted)
-        log.info(
+        logger.info(
             "imported Agents SDK session %r: %d item(s) from table %r of %s%s",
             session_id,
             len(items),

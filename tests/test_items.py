@@ -70,6 +70,13 @@ def test_invalid_items_explain_the_fix(item: Any, fragment: str) -> None:
     assert "#3" in str(caught.value)
 
 
+@pytest.mark.parametrize("value", [object(), b"bytes", {1, 2}])
+def test_a_value_json_cannot_hold_is_a_type_error_as_in_the_sdk(value: object) -> None:
+    """SDK programs catch json.dumps' TypeError around add_items; ours is one too."""
+    with pytest.raises(TypeError, match="which JSON cannot hold"):
+        encode_payload({"role": "user", "content": value}, 0)
+
+
 def test_responses_items_fill_typed_columns() -> None:
     call = {"type": "function_call", "name": "grep", "call_id": "c1", "arguments": "{}"}
     output = {"type": "function_call_output", "call_id": "c1", "output": "hits"}

@@ -189,6 +189,24 @@ async def test_a_sqlite_session_file_keeps_its_memory(
     ]
 
 
+async def test_the_import_line_goes_to_the_logger_given_as_to_advanced_sqlite_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "advanced.db"
+    sdk_session = AdvancedSQLiteSession(session_id="u", db_path=path, create_tables=True)
+    await sdk_session.add_items([{"role": "user", "content": "hi"}])
+    sdk_session.close()
+    caplog.set_level(logging.INFO)
+    session = SQLSession("u", db_path=path, logger=logging.getLogger("myapp.memory"))
+    try:
+        assert await session.get_items() == [{"role": "user", "content": "hi"}]
+    finally:
+        await session.close()
+    assert [(r.name, r.levelno) for r in caplog.records if "imported" in r.getMessage()] == [
+        ("myapp.memory", logging.INFO)
+    ]
+
+
 async def test_the_bulk_import_sees_a_first_access_import_as_up_to_date(tmp_path: Path) -> None:
     path = tmp_path / "conversations.db"
     for session_id in ("u5", "u6"):

@@ -6,6 +6,7 @@ A drop-in for the SDK's SQLiteSession / SQLAlchemySession:
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -71,6 +72,7 @@ class SQLSession(SDKSurface):
         session_id: str,
         store: SessionStore | str | PathLike[str] | None = None,
         *,
+        db_path: str | PathLike[str] | None = None,
         engine: AsyncEngine | None = None,
         create_tables: bool | None = None,
         manager: CompactionManager | None = None,
@@ -79,6 +81,8 @@ class SQLSession(SDKSurface):
         import_sdk: bool = True,
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
+        ensure_ascii: bool = True,
+        logger: logging.Logger | None = None,
     ) -> None:
         check_session_id(session_id)
         if BRANCH_SEPARATOR in session_id:
@@ -86,6 +90,11 @@ class SQLSession(SDKSurface):
                 f"session ids containing {BRANCH_SEPARATOR!r} name branches: open "
                 "SQLSession(the session's id) and call switch_to_branch(name)"
             )
+        if db_path is not None:  # SQLiteSession(id, db_path=...) and AdvancedSQLiteSession's
+            if store is not None:
+                raise TypeError("pass the database as store or as db_path, not both")
+            store = db_path
+        db_path = store if isinstance(store, str | PathLike) else None
         if isinstance(store, str | PathLike) or (store is None and engine is not None):
             store = _own_store(store, engine, create_tables, manager)
             owns_store = True
@@ -113,6 +122,15 @@ class SQLSession(SDKSurface):
             )
         self.session_id = session_id
         self.branch_id = MAIN_BRANCH
+        # The SDK stores' attributes, as they read: the file given (SQLiteSession's db_path),
+        # and the SDK tables whose sessions are imported on first access.
+        self.db_path = db_path
+        self.sessions_table = sessions_table
+        self.messages_table = messages_table
+        # Accepted for SQLAlchemySession's signature: payloads are always stored as UTF-8
+        # JSON text, readable in SQL, and come back the same whichever way it is set.
+        self.ensure_ascii = ensure_ascii
+        self._logger = logger  # where the first-access import says what it imported
         self.manager = manager
         self.store: SessionStore = store if store is not None else manager.store  # type: ignore[union-attr]
         self.session_settings: SessionSettings | None = (
@@ -155,6 +173,7 @@ class SQLSession(SDKSurface):
         import_sdk: bool = True,
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
+        ensure_ascii: bool = True,
         **store_kwargs: Any,
     ) -> SQLSession:
         """Same call shape as the SDK's `SQLAlchemySession.from_url`; owns its own store (an
@@ -170,12 +189,13 @@ class SQLSession(SDKSurface):
             import_sdk=import_sdk,
             sessions_table=sessions_table,
             messages_table=messages_table,
+            ensure_ascii=ensure_ascii,
         )
 
     async def _first_access(self) -> None:
         """Import this session from the SDK's tables in the same database, once (#33)."""
         if self._sdk_history is not None:
-            await self._sdk_history.ensure(self.session_id)
+            await self._sdk_history.ensure(self.session_id, self._logger)
             self._sdk_history = None
 
     async def get_items(

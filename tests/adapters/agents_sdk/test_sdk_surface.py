@@ -150,3 +150,52 @@ def test_close_closes_on_a_plain_call_and_can_be_awaited(tmp_path: Path) -> None
         return _store_threads()
 
     assert asyncio.run(inside_a_loop()) == before
+
+
+def _constructor_keywords(cls: type) -> set[str]:
+    """What a ported program may pass by keyword to the SDK class (its __init__ and, for
+    SQLAlchemySession, from_url), **kwargs aside."""
+    members = [vars(cls)["__init__"], *([cls.from_url] if hasattr(cls, "from_url") else [])]
+    return {
+        param.name
+        for member in members
+        for param in inspect.signature(member).parameters.values()
+        if param.name != "self"
+        and param.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    }
+
+
+@pytest.mark.parametrize("sdk_class", SDK_CLASSES, ids=lambda cls: cls.__name__)
+def test_every_sdk_constructor_keyword_is_accepted(sdk_class: type) -> None:
+    ours = set(inspect.signature(SQLSession.__init__).parameters) | set(
+        inspect.signature(SQLSession.from_url).parameters
+    )
+    assert _constructor_keywords(sdk_class) - ours == set()
+
+
+async def test_the_sdk_stores_public_attributes_are_ours_too(tmp_path: Path) -> None:
+    """`session.db_path`, `.sessions_table`, `.messages_table`, ...: what an SDK session sets
+    on itself, a ported program may read from ours."""
+    path = tmp_path / "attrs.db"
+    sdk_objects: list[Any] = [
+        SQLiteSession("a", path, sessions_table="s", messages_table="m"),
+        AdvancedSQLiteSession(session_id="a", db_path=path, create_tables=True),
+        SQLAlchemySession.from_url("a", url="sqlite+aiosqlite:///:memory:", ensure_ascii=False),
+    ]
+    ours = SQLSession("a", db_path=path, sessions_table="s", messages_table="m", ensure_ascii=False)
+    try:
+        for sdk in sdk_objects:
+            public = {name for name in vars(sdk) if not name.startswith("_")}
+            assert public - set(vars(ours)) == set(), type(sdk).__name__
+        assert (ours.db_path, ours.sessions_table, ours.messages_table) == (path, "s", "m")
+        assert SQLSession("a", ":memory:").db_path == ":memory:"
+    finally:
+        for sdk in sdk_objects[:2]:
+            sdk.close()
+        await sdk_objects[2].engine.dispose()
+        await ours.close()
+
+
+def test_db_path_and_store_together_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="store or as db_path, not both"):
+        SQLSession("a", str(tmp_path / "x.db"), db_path=tmp_path / "y.db")
