@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from os import PathLike
@@ -197,6 +196,7 @@ class SQLSession(SDKSurface):
         if self._sdk_history is not None:
             await self._sdk_history.ensure(self.session_id, self._logger)
             self._sdk_history = None
+        await self._leave_deleted_branch()
 
     async def get_items(
         self,
@@ -311,9 +311,11 @@ class SQLSession(SDKSurface):
         return await self.store.pop(self.active_session_id)  # type: ignore[return-value]
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
-        """Empty the active context (recorded as a clear marker row)."""
+        """Empty the session, as the SDK's does: "main" gets a clear marker row, every other
+        branch is deleted (a tombstone), and "main" becomes current."""
         await self._first_access()
-        await self.store.clear(self.active_session_id)
+        await self._delete_every_branch()
+        await self.store.clear(self.session_id)
 
     async def get_items_as_of(
         self, point: HistoryPoint | int | datetime, limit: int | None = None
@@ -328,97 +330,6 @@ class SQLSession(SDKSurface):
         """Make the context what it was at `to`; the rewound items stay in history."""
         await self._first_access()
         return await self.store.rewind(self.active_session_id, to)
-
-    async def create_branch_from_turn(
-        self, turn_number: int, branch_name: str | None = None
-    ) -> str:
-        """Branch the current branch just before user turn `turn_number` and switch to it
-        (AdvancedSQLiteSession's call). Nothing is copied: the branch shares the rows before
-        the turn (`SessionStore.fork`). Returns the branch id."""
-        if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
-            raise ValueError(f"turn_number must be a user turn (1 or more), got {turn_number!r}")
-        generated = f"branch_from_turn_{turn_number}_{secrets.token_hex(4)}"
-        name = _branch_name(generated if branch_name is None else branch_name)
-        if name in {branch["branch_id"] for branch in await self.list_branches()}:
-            raise ValueError(f"Branch ID '{name}' has already been used")
-        turns = await self.store.user_turns(self.active_session_id)
-        if not any(turn.turn == turn_number for turn in turns):
-            raise ValueError(f"Turn {turn_number} does not exist or is not a user message")
-        store_id = branch_session_id(self.session_id, name)
-        await self.store.fork(
-            self.active_session_id, store_id, at=HistoryPoint.before_turn(turn_number)
-        )
-        await self.store.merge_session_metadata(store_id, {"branched_from": self.branch_id})
-        self.branch_id = name
-        return name
-
-    async def create_branch_from_content(
-        self, search_term: str, branch_name: str | None = None
-    ) -> str:
-        """Branch before the first user turn containing `search_term`, and switch to it."""
-        matching = await self.find_turns_by_content(search_term)
-        if not matching:
-            raise ValueError(f"No user turns found containing '{search_term}'")
-        return await self.create_branch_from_turn(matching[0]["turn"], branch_name)
-
-    async def switch_to_branch(self, branch_id: str) -> None:
-        """Read and write `branch_id` from now on ("main": the session itself)."""
-        if branch_id != MAIN_BRANCH and not any(
-            branch["branch_id"] == branch_id for branch in await self.list_branches()
-        ):
-            raise ValueError(f"Branch '{branch_id}' does not exist")
-        self.branch_id = branch_id
-
-    async def list_branches(self) -> list[dict[str, Any]]:
-        """Every branch of this session, "main" first, like AdvancedSQLiteSession's:
-        branch_id, message_count (items in its context), user_turns, is_current,
-        created_at, plus parent (the branch it was forked from)."""
-        await self._first_access()
-        found: list[dict[str, Any]] = []
-        pending: list[tuple[str, str, str | None]] = [(MAIN_BRANCH, self.session_id, None)]
-        while pending:
-            name, store_id, parent = pending.pop(0)
-            info = await self.store.session_info(store_id)
-            if info is None and name != MAIN_BRANCH:
-                continue
-            if parent is not None:  # the branch it was made from, as the SDK would say
-                parent = (await self.store.session_metadata(store_id) or {}).get(
-                    "branched_from", parent
-                )
-            turns = await self.store.user_turns(store_id) if info is not None else []
-            found.append(
-                {
-                    "branch_id": name,
-                    "message_count": 0 if info is None else info.context_items,
-                    "user_turns": len(turns),
-                    "is_current": name == self.branch_id,
-                    "created_at": None if info is None else info.created_at.isoformat(),
-                    "parent": parent,
-                }
-            )
-            prefix = f"{self.session_id}{BRANCH_SEPARATOR}"
-            for child in await self.store.branches(store_id):
-                if child.session_id.startswith(prefix):
-                    pending.append((child.session_id[len(prefix) :], child.session_id, name))
-        return found
-
-    async def delete_branch(self, branch_id: str, force: bool = False) -> None:
-        """Delete a branch's own rows (what it shares with its parent stays); "main" cannot
-        be deleted, the current branch only with `force` (then "main" becomes current)."""
-        if not isinstance(branch_id, str) or not branch_id.strip():
-            raise ValueError("Branch ID cannot be empty")
-        if branch_id == MAIN_BRANCH:
-            raise ValueError("Cannot delete the 'main' branch")
-        if not any(branch["branch_id"] == branch_id for branch in await self.list_branches()):
-            raise ValueError(f"Branch '{branch_id}' does not exist")
-        if branch_id == self.branch_id:
-            if not force:
-                raise ValueError(
-                    f"Cannot delete current branch '{branch_id}'. Use force=True or switch "
-                    "branches first"
-                )
-            self.branch_id = MAIN_BRANCH
-        await self.store.delete_session(branch_session_id(self.session_id, branch_id))
 
     async def run_compaction(
         self,

@@ -4,9 +4,12 @@ model the same items, on both backends."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agents.extensions.memory import AdvancedSQLiteSession
 
 from sessionstore import BranchError, SessionStore, SQLSession
 from tests.support.database import scalar
@@ -56,7 +59,7 @@ async def test_branch_errors_name_the_problem(sqlite_url: str) -> None:
     async with SessionStore(sqlite_url) as store:
         ours = SQLSession("t", store)
         await converse(ours, ["hi", "again"])
-        with pytest.raises(ValueError, match="Turn 3 does not exist"):
+        with pytest.raises(ValueError, match=r"Turn 3 does not contain a user message in branch"):
             await ours.create_branch_from_turn(3)
         with pytest.raises(ValueError, match="Branch name cannot be empty"):
             await ours.create_branch_from_turn(1, " ")
@@ -82,3 +85,62 @@ async def test_branch_errors_name_the_problem(sqlite_url: str) -> None:
         await ours.switch_to_branch("main")
         with pytest.raises(BranchError, match="live branch"):
             await store.delete_session("t")
+
+
+async def _contents(session: Any, branch: str | None = None) -> list[Any]:
+    return [item.get("content") for item in await session.get_items(branch_id=branch)]
+
+
+async def test_a_deleted_parent_leaves_its_branches_their_history(
+    db_url: str, tmp_path: Path
+) -> None:
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, _):
+        for session in (theirs, ours):
+            await session.create_branch_from_turn(2, "a")
+            await converse(session, ["rome?", "and milan?"])
+            await session.create_branch_from_turn(3, "b")  # shares turn 2 (rome) with "a"
+            await session.delete_branch("a")
+        assert await _contents(ours) == await _contents(theirs)
+        assert "rome?" in await _contents(ours)
+        assert [b["branch_id"] for b in await ours.list_branches()] == ["main", "b"]
+        assert await ours.get_items(branch_id="a") == await theirs.get_items(branch_id="a") == []
+
+
+async def test_branch_names_stay_used_after_delete_and_generated_ones_count_up(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, _):
+        for session in (theirs, ours):
+            assert await session.create_branch_from_turn(2) == "branch_from_turn_2_1700000000"
+            await session.switch_to_branch("main")
+            assert await session.create_branch_from_turn(2) == "branch_from_turn_2_1700000000_2"
+            await session.switch_to_branch("main")
+            await session.create_branch_from_turn(2, "used")
+            await session.switch_to_branch("main")
+            await session.delete_branch("used")
+            with pytest.raises(ValueError, match="'used' has already been used"):
+                await session.create_branch_from_turn(2, "used")
+            with pytest.raises(ValueError, match="'main' has already been used"):
+                await session.create_branch_from_turn(1, "main")
+
+
+async def test_clearing_deletes_every_branch_and_a_stale_object_returns_to_main(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A second object's clear_session (another worker, say) empties the session as the
+    SDK's does; the object still on a branch writes to "main" afterwards."""
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, store):
+        path = str(tmp_path / "advanced.db")
+        clearers = [AdvancedSQLiteSession(session_id="t", db_path=path), SQLSession("t", store)]
+        try:
+            for session, clearer in zip((theirs, ours), clearers, strict=True):
+                await session.create_branch_from_turn(2, "stale")
+                await clearer.clear_session()
+                await session.add_items([{"role": "user", "content": "after clear"}])
+                assert await _contents(session) == ["after clear"]
+                assert await session.get_items(branch_id="stale") == []
+                assert [b["branch_id"] for b in await session.list_branches()] == ["main"]
+            assert ours.branch_id == "main"
+        finally:
+            clearers[0].close()
