@@ -13,6 +13,7 @@ safe to log. One tree:
     │   └── SchemaTooNewError
     ├── DatabaseNotFoundError (FileNotFoundError)  a read-only open of a missing SQLite file
     ├── ReadOnlyStoreError                       a store opened read-only was asked to write
+    ├── SessionClosedError (RuntimeError)        a session used after close() closed its database
     ├── QueryRejectedError (ValueError)          the database refused a read-only query
     ├── QueryTooLargeError                       a read-only query's result passed its bound
     ├── InvalidItemError (ValueError)            an item or metadata JSON cannot hold as given
@@ -100,6 +101,11 @@ class DatabaseNotFoundError(SessionStoreError, FileNotFoundError):
 
 class ReadOnlyStoreError(SessionStoreError):
     """A store opened read-only was asked to write."""
+
+
+class SessionClosedError(SessionStoreError, RuntimeError):
+    """A session object that closed its own database was used again (the SDK's stores raise
+    a RuntimeError then too)."""
 
 
 class QueryRejectedError(SessionStoreError, ValueError):

@@ -29,6 +29,7 @@ from ... import (
     Rewind,
     SdkHistory,
     SdkTables,
+    SessionClosedError,
     SessionStore,
     StoreUnavailableError,
     check_session_id,
@@ -138,6 +139,7 @@ class SQLSession(SDKSurface):
             else SessionSettings()
         )
         self._owns_store = owns_store
+        self._closed = False  # set when close() closes the store this session opened
         self._memo = MemoSlot()  # the pre-flight's digest and hygiene of this session's inputs
         # The SDK's own tables in the same database: this session's history is imported from
         # them on first access (docs/MIGRATION.md); import_sdk=False leaves them unread.
@@ -192,7 +194,13 @@ class SQLSession(SDKSurface):
         )
 
     async def _first_access(self) -> None:
-        """Import this session from the SDK's tables in the same database, once (#33)."""
+        """Refuse a closed session; import it from the SDK's tables in the same database,
+        once (#33); leave a branch another object deleted."""
+        if self._closed:
+            raise SessionClosedError(
+                f"session {self.session_id!r} is closed: close() closed the database it "
+                "opened. Open a new SQLSession (or pass a SessionStore you close yourself)."
+            )
         if self._sdk_history is not None:
             await self._sdk_history.ensure(self.session_id, self._logger)
             self._sdk_history = None
@@ -352,7 +360,9 @@ class SQLSession(SDKSurface):
 
     def close(self) -> Closing:
         """Close the store if this session created it (a path, an engine, from_url). A
-        plain call closes it, as SQLiteSession's does; `await session.close()` also works."""
+        plain call closes it, as SQLiteSession's does; `await session.close()` also works.
+        The session then refuses every call (SessionClosedError, a RuntimeError)."""
+        self._closed = self._owns_store
         return Closing(self._close())
 
     async def _close(self) -> None:

@@ -132,9 +132,10 @@ async def test_clearing_deletes_every_branch_and_a_stale_object_returns_to_main(
     SDK's does; the object still on a branch writes to "main" afterwards."""
     async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, store):
         path = str(tmp_path / "advanced.db")
-        clearers = [AdvancedSQLiteSession(session_id="t", db_path=path), SQLSession("t", store)]
+        sdk_clearer = AdvancedSQLiteSession(session_id="t", db_path=path)
+        pairs: list[tuple[Any, Any]] = [(theirs, sdk_clearer), (ours, SQLSession("t", store))]
         try:
-            for session, clearer in zip((theirs, ours), clearers, strict=True):
+            for session, clearer in pairs:
                 await session.create_branch_from_turn(2, "stale")
                 await clearer.clear_session()
                 await session.add_items([{"role": "user", "content": "after clear"}])
@@ -143,4 +144,4 @@ async def test_clearing_deletes_every_branch_and_a_stale_object_returns_to_main(
                 assert [b["branch_id"] for b in await session.list_branches()] == ["main"]
             assert ours.branch_id == "main"
         finally:
-            clearers[0].close()
+            sdk_clearer.close()

@@ -199,3 +199,17 @@ async def test_the_sdk_stores_public_attributes_are_ours_too(tmp_path: Path) -> 
 def test_db_path_and_store_together_are_refused(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="store or as db_path, not both"):
         SQLSession("a", str(tmp_path / "x.db"), db_path=tmp_path / "y.db")
+
+
+@pytest.mark.parametrize("call", ["add_items([])", "get_items()", "pop_item()", "clear_session()"])
+def test_a_closed_session_says_so(tmp_path: Path, call: str) -> None:
+    """The SDK's closed stores raise a RuntimeError; ours said 'cannot schedule new futures
+    after shutdown' (the store's thread pool), even for add_items([])."""
+    from sessionstore import SessionClosedError
+
+    session = SQLSession("u", str(tmp_path / "closed.db"))
+    asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+    session.close()
+    with pytest.raises(SessionClosedError, match="session 'u' is closed") as caught:
+        asyncio.run(eval(f"session.{call}"))
+    assert isinstance(caught.value, RuntimeError)
