@@ -214,7 +214,22 @@ async def _query_too_large(url: str, tmp: Path, server: OpenAIServer, aws: str) 
 @provokes("InvalidItemError")
 async def _invalid_item(url: str, tmp: Path, server: OpenAIServer, aws: str) -> None:
     async with SessionStore(url, create_tables=True) as store:
+        await store.append("s", [{"role": "user", "content": {7: KEY, 8: SQL}}])
+
+
+@provokes("UnserializableItemError")
+async def _unserializable_item(url: str, tmp: Path, server: OpenAIServer, aws: str) -> None:
+    async with SessionStore(url, create_tables=True) as store:
         await store.append("s", [{"role": "user", "content": {KEY, SQL}}])
+
+
+@provokes("SessionClosedError")
+async def _session_closed(url: str, tmp: Path, server: OpenAIServer, aws: str) -> None:
+    from sessionstore import SQLSession
+
+    session = SQLSession(HOSTILE_ID, str(tmp / "closed.db"))
+    await session.close()
+    await session.add_items([{"role": "user", "content": f"{KEY} {SQL}"}])
 
 
 @provokes("InvalidSessionIdError")
