@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from ._payload_sealing import SessionKeys
 from ._rows import decode_payload
-from ._schema import KIND_ITEM, messages
+from ._schema import KIND_CLEAR, KIND_ITEM, messages
 from ._session_sql import ROW_COLUMNS, stored_rows
 from ._time_travel import lineage, user_messages
 
@@ -49,6 +49,12 @@ _USER_ROWS: Final = (
         messages.c.seq <= sa.bindparam("upto"),
     )
     .order_by(messages.c.seq)
+)
+_LAST_CLEAR: Final = sa.select(sa.func.max(messages.c.seq)).where(
+    messages.c.session_id == _sid,
+    messages.c.kind == KIND_CLEAR,
+    messages.c.ref_seq.is_(None),  # a rewind is a clear naming its target: not a clear
+    messages.c.seq <= sa.bindparam("upto"),
 )
 # Tool calls (not their outputs) per tool and turn, numbered as the view numbers turns.
 _TOOL_USAGE: Final = sa.text(
@@ -197,3 +203,17 @@ def tx_tool_usage(
         key = (turn + inherited, tool)
         calls[key] = calls.get(key, 0) + count
     return [(tool, count, turn) for (turn, tool), count in sorted(calls.items())]
+
+
+def tx_last_clear(conn: Connection, session_id: str, upto: int | None = None) -> int | None:
+    """The seq of the session's newest `clear` (not a rewind; up to row `upto`; a branch's
+    parent's before the fork count too), or None: the Agents SDK numbers turns from 1
+    after it."""
+    line = lineage(conn, session_id)
+    if line.parent is not None and upto is not None and upto <= line.fork_seq:
+        return tx_last_clear(conn, line.parent, upto)
+    params = {"sid": session_id, "upto": line.last_seq if upto is None else upto}
+    seq = conn.execute(_LAST_CLEAR, params).scalar()
+    if seq is not None:
+        return int(seq)
+    return tx_last_clear(conn, line.parent, line.fork_seq) if line.parent else None

@@ -19,7 +19,7 @@ from ... import BranchError, HistoryPoint
 from ._branch_ids import BRANCH_SEPARATOR, MAIN_BRANCH, branch_name, branch_session_id
 
 if TYPE_CHECKING:
-    from ... import SessionStore
+    from ... import SessionStore, UserTurn
 
 DELETED: Final = "branch_deleted"  # the metadata key of a deleted branch's tombstone
 
@@ -36,6 +36,8 @@ class SDKBranchesMixin:
         def active_session_id(self) -> str: ...
 
         async def _first_access(self) -> None: ...
+
+        async def _sdk_turns(self, store_id: str) -> tuple[list[UserTurn], int]: ...
 
         async def find_turns_by_content(
             self, search_term: str, branch_id: str | None = None
@@ -62,7 +64,7 @@ class SDKBranchesMixin:
         if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
             raise ValueError(f"turn_number must be a user turn (1 or more), got {turn_number!r}")
         await self._first_access()
-        turns = await self.store.user_turns(self.active_session_id)
+        turns, cleared = await self._sdk_turns(self.active_session_id)
         if not any(turn.turn == turn_number for turn in turns):
             raise ValueError(
                 f"Turn {turn_number} does not contain a user message in branch '{self.branch_id}'"
@@ -71,7 +73,9 @@ class SDKBranchesMixin:
         store_id = branch_session_id(self.session_id, name)
         try:
             await self.store.fork(
-                self.active_session_id, store_id, at=HistoryPoint.before_turn(turn_number)
+                self.active_session_id,
+                store_id,
+                at=HistoryPoint.before_turn(turn_number + cleared),
             )
         except BranchError as error:  # another object took the name a moment ago
             if await self.store.session_info(store_id) is None:
@@ -130,7 +134,7 @@ class SDKBranchesMixin:
             metadata = (await self.store.session_metadata(store_id) or {}) if info else {}
             # A deleted branch is not listed; the branches made from it still are.
             if name == MAIN_BRANCH or (info is not None and not metadata.get(DELETED)):
-                turns = await self.store.user_turns(store_id) if info is not None else []
+                turns = (await self._sdk_turns(store_id))[0] if info is not None else []
                 found.append(
                     {
                         "branch_id": name,

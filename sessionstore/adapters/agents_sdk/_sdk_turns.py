@@ -9,9 +9,10 @@ they work on any backend and no per-message structure table is kept.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ... import tool_name_of
+from ... import UserTurn, tool_name_of
 from ._branch_ids import branch_name, branch_session_id
 
 if TYPE_CHECKING:
@@ -37,12 +38,23 @@ class SDKTurnsMixin:
             return self.active_session_id
         return branch_session_id(self.session_id, branch_name(branch_id))
 
+    async def _sdk_turns(self, store_id: str) -> tuple[list[UserTurn], int]:
+        """The user turns since the newest `clear_session`, numbered from 1 as the SDK's
+        (the store numbers turns over the whole history), and how many came before it."""
+        turns = await self.store.user_turns(store_id)
+        cleared = await self.store.last_clear(store_id)
+        if cleared is None:
+            return turns, 0
+        before = sum(1 for turn in turns if turn.seq < cleared)
+        return [replace(turn, turn=turn.turn - before) for turn in turns[before:]], before
+
     async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
         """The user turns of a branch (current one by default), shaped like
         AdvancedSQLiteSession's: turn, content (a preview of 100 characters), full_content
-        (the string, or the list of parts), timestamp, can_branch (always True)."""
+        (the string, or the list of parts), timestamp, can_branch (always True). Numbered
+        from 1 after a `clear_session`, as the SDK's."""
         await self._first_access()
-        turns = await self.store.user_turns(self._store_session_of(branch_id))
+        turns, _ = await self._sdk_turns(self._store_session_of(branch_id))
         return [
             {
                 "turn": turn.turn,
@@ -76,7 +88,10 @@ class SDKTurnsMixin:
         holds what came before the first user message. Numbered as `get_conversation_turns`."""
         await self._first_access()
         store_id = self._store_session_of(branch_id)
-        starts = [(turn.turn, turn.first_seq) for turn in await self.store.turns(store_id)]
+        _, cleared = await self._sdk_turns(store_id)
+        starts = [
+            (turn.turn - cleared, turn.first_seq) for turn in await self.store.turns(store_id)
+        ]
         grouped: dict[int, list[dict[str, str | None]]] = {}
         for row in await self.store.context_rows(store_id):
             if not row.visible or row.item is None:
@@ -91,7 +106,13 @@ class SDKTurnsMixin:
         """(tool_name, calls, turn) for every tool a branch called (current one by default),
         like AdvancedSQLiteSession's."""
         await self._first_access()
-        return await self.store.tool_usage(self._store_session_of(branch_id))
+        store_id = self._store_session_of(branch_id)
+        _, cleared = await self._sdk_turns(store_id)
+        return [
+            (tool, calls, turn - cleared)
+            for tool, calls, turn in await self.store.tool_usage(store_id)
+            if turn > cleared
+        ]
 
 
 def _message_type(item: dict[str, Any]) -> str:

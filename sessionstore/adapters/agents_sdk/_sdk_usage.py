@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agents.result import RunResult
     from agents.usage import Usage
 
-    from ... import SessionStore
+    from ... import SessionStore, UserTurn
 
 
 class SDKUsageMixin:
@@ -32,6 +32,8 @@ class SDKUsageMixin:
         def active_session_id(self) -> str: ...
 
         def _store_session_of(self, branch_id: str | None) -> str: ...
+
+        async def _sdk_turns(self, store_id: str) -> tuple[list[UserTurn], int]: ...
 
         async def _first_access(self) -> None: ...
 
@@ -97,8 +99,14 @@ class SDKUsageMixin:
         like AdvancedSQLiteSession's; `{}` for a turn without any. A call counts in a turn
         when its input is known: the input filter recorded it, or `store_run_usage` did."""
         await self._first_access()
-        by_turn = await self.store.turn_usage(self._store_session_of(branch_id))
-        rows = [_turn_usage(turn, totals) for turn, totals in sorted(by_turn.items())]
+        store_id = self._store_session_of(branch_id)
+        by_turn = await self.store.turn_usage(store_id)
+        _, cleared = await self._sdk_turns(store_id)
+        rows = [
+            _turn_usage(turn - cleared, totals)
+            for turn, totals in sorted(by_turn.items())
+            if turn > cleared
+        ]
         if user_turn_number is None:
             return rows
         return next((row for row in rows if row["user_turn_number"] == user_turn_number), {})

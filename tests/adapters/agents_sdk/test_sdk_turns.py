@@ -164,3 +164,26 @@ async def test_tool_usage_counts_tools_as_the_sdk_does(
             assert sorted(await ours.get_tool_usage()) == expected
     finally:
         sdk.close()
+
+
+async def test_turns_are_numbered_from_one_again_after_clear_session(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The SDK's clear_session starts the turn count again; the store numbers over history,
+    so the SDK-facing readers (and branching by turn number) count from the clear."""
+    async with side_by_side(db_url, tmp_path, PROMPTS) as (theirs, ours, store):
+        for session in (theirs, ours):
+            await session.clear_session()
+            await converse(session, ["what is the weather in Paris?", "and in Rome?"])
+        assert _without_timestamps(await ours.get_conversation_turns()) == _without_timestamps(
+            await theirs.get_conversation_turns()
+        )
+        assert [t["turn"] for t in await ours.get_conversation_turns()] == [1, 2]
+        assert await ours.get_conversation_by_turns() == await theirs.get_conversation_by_turns()
+        assert await ours.get_tool_usage() == await theirs.get_tool_usage()
+        assert [t["turn"] for t in await ours.find_turns_by_content("rome")] == [2]
+        assert len(await store.user_turns("t")) == 5  # the store still numbers over history
+        for session in (theirs, ours):
+            await session.create_branch_from_turn(2, "retry")
+        assert await ours.get_items() == await theirs.get_items()
+        assert [b["user_turns"] for b in await ours.list_branches()] == [2, 1]
