@@ -209,8 +209,9 @@ _LONGEST_FIRST = (
 _RACES_LAST = ("test_store_threads.py::test_stores_in_processes_first_write",)
 
 
-# `pytest -m "not slow"`, the everyday subset (README): what starts servers, clusters or a
-# browser, runs examples, the README or the evals, soaks, or takes over ~5 s on this VM.
+# `pytest -m "not slow and not postgresql" --no-cov`, the everyday subset (README): what starts
+# servers, clusters or a browser, runs examples, the README or the evals, soaks, or takes over
+# ~5 s on this VM.
 _SLOW_MARKS = ("cluster", "browser", "untraced")
 _SLOW = (
     "tests/test_readme.py",
@@ -223,6 +224,9 @@ _SLOW = (
     "tests/test_first_write_races.py",
     "tests/test_demo.py",
     "tests/compaction/test_background_concurrency.py",
+    "tests/compaction/test_leases_killed.py",  # kills real processes
+    "tests/cli/test_progress.py",  # drives the CLI through a pseudo-terminal
+    "tests/test_sdk_first_access.py::test_two_processes",
 )
 
 
@@ -235,6 +239,9 @@ class _SlowMarks:
             marked = any(item.get_closest_marker(name) for name in _SLOW_MARKS)
             if marked or item.nodeid.startswith(_SLOW):
                 item.add_marker(pytest.mark.slow)
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None and "postgresql" in callspec.params.values():
+                item.add_marker(pytest.mark.postgresql)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, the same on every worker
@@ -253,6 +260,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "slow: left out of the everyday subset, `pytest -m 'not slow'` (README)"
+    )
+    config.addinivalue_line(
+        "markers", "postgresql: the PostgreSQL side of a test run on both backends"
     )
     config.pluginmanager.register(_SlowMarks(), "sessionstore-slow-marks")
 
