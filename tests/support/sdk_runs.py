@@ -78,3 +78,22 @@ async def side_by_side(
             yield theirs, ours, store
     finally:
         theirs.close()
+
+
+@contextlib.asynccontextmanager
+async def both_holding(
+    db_url: str, directory: Path, items: Sequence[Any]
+) -> AsyncIterator[tuple[AdvancedSQLiteSession, SQLSession]]:
+    """The same items added to the SDK's AdvancedSQLiteSession (in `directory`) and to
+    SQLSession on `db_url`: (theirs, ours)."""
+    theirs = AdvancedSQLiteSession(
+        session_id="t", db_path=str(directory / "advanced.db"), create_tables=True
+    )
+    try:
+        async with SessionStore(db_url, create_tables=True) as store:
+            ours = SQLSession("t", store)
+            await theirs.add_items(list(items))
+            await ours.add_items(list(items))
+            yield theirs, ours
+    finally:
+        theirs.close()

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from agents.extensions.memory import AdvancedSQLiteSession
 
 from sessionstore import SessionStore, SQLSession
-from tests.support.sdk_runs import converse, side_by_side
+from tests.support.sdk_runs import both_holding, converse, side_by_side
 
 PROMPTS = ("hi", "what is the weather in Paris?", "thanks")
 
@@ -95,27 +94,18 @@ async def test_tool_names_in_conversation_by_turns_are_the_sdks(
         {"type": "web_search_call", "id": "w1", "status": "completed"},
         {"type": "tool_search_output", "id": "t1"},
     ]
-    sdk = AdvancedSQLiteSession(
-        session_id="t", db_path=str(tmp_path / "advanced.db"), create_tables=True
-    )
-    try:
-        async with SessionStore(db_url, create_tables=True) as store:
-            ours = SQLSession("t", store)
-            await sdk.add_items(items)
-            await ours.add_items(items)
-            got = await ours.get_conversation_by_turns()
-            assert got == await sdk.get_conversation_by_turns()
-            assert [entry["tool_name"] for entry in got[1]] == [
-                None,
-                "fs.read",
-                "crm.lookup",
-                "same",
-                None,
-                "web_search_call",
-                "tool_search",
-            ]
-    finally:
-        sdk.close()
+    async with both_holding(db_url, tmp_path, items) as (sdk, ours):
+        got = await ours.get_conversation_by_turns()
+        assert got == await sdk.get_conversation_by_turns()
+        assert [entry["tool_name"] for entry in got[1]] == [
+            None,
+            "fs.read",
+            "crm.lookup",
+            "same",
+            None,
+            "web_search_call",
+            "tool_search",
+        ]
 
 
 TOOL_SEARCH = {"type": "tool_search_call", "id": "s", "arguments": {}, "status": "completed"}
@@ -151,19 +141,10 @@ async def test_tool_usage_counts_tools_as_the_sdk_does(
 ) -> None:
     items: list[Any] = [{"role": "user", "content": "go"}, *turn]
     items += [{"role": "user", "content": "again"}, *turn]
-    sdk = AdvancedSQLiteSession(
-        session_id="u", db_path=str(tmp_path / "advanced.db"), create_tables=True
-    )
-    try:
-        async with SessionStore(db_url, create_tables=True) as store:
-            ours = SQLSession("u", store)
-            await sdk.add_items(items)
-            await ours.add_items(items)
-            expected = sorted(await sdk.get_tool_usage())
-            assert expected, "the SDK counted nothing: the case tests nothing"
-            assert sorted(await ours.get_tool_usage()) == expected
-    finally:
-        sdk.close()
+    async with both_holding(db_url, tmp_path, items) as (sdk, ours):
+        expected = sorted(await sdk.get_tool_usage())
+        assert expected, "the SDK counted nothing: the case tests nothing"
+        assert sorted(await ours.get_tool_usage()) == expected
 
 
 async def test_turns_are_numbered_from_one_again_after_clear_session(
