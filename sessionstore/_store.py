@@ -113,7 +113,14 @@ from ._time_travel import (
     tx_rows_as_of,
 )
 from ._tokens import TokenEstimator, estimator_for_model
-from ._turns import Turn, UserTurn, tx_last_clear, tx_tool_usage, tx_turns, tx_user_turns
+from ._turns import (
+    Turn,
+    UserTurn,
+    tx_tool_usage,
+    tx_turns,
+    tx_turns_before_clear,
+    tx_user_turns,
+)
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
@@ -1099,12 +1106,13 @@ class SessionStore:
         await self.ensure_ready()
         return await self.database.read(tx_user_turns, session_id, self.session_keys)
 
-    async def last_clear(self, session_id: str) -> int | None:
-        """The seq of the session's newest `clear` marker (rewinds aside; a branch inherits
-        its parent's before the fork), or None if it was never cleared."""
+    async def turns_before_clear(self, session_id: str) -> int:
+        """How many user turns came before the session's newest `clear` marker (rewinds
+        aside; a branch inherits its parent's before the fork), 0 if it was never cleared:
+        where the Agents SDK's turn count starts again. One count, no payload read."""
         check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.read(tx_last_clear, session_id)
+        return await self.database.read(tx_turns_before_clear, session_id)
 
     async def tool_usage(self, session_id: str) -> list[tuple[str, int, int]]:
         """(tool, calls, turn) for every tool the session called, in turn order."""

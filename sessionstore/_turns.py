@@ -205,10 +205,16 @@ def tx_tool_usage(
     return [(tool, count, turn) for (turn, tool), count in sorted(calls.items())]
 
 
+def tx_turns_before_clear(conn: Connection, session_id: str) -> int:
+    """How many user turns came before the session's newest `clear` (a branch's lineage
+    included; 0 if it was never cleared): the Agents SDK numbers turns from 1 after it."""
+    cleared = tx_last_clear(conn, session_id)
+    return 0 if cleared is None else user_messages(conn, session_id, cleared)
+
+
 def tx_last_clear(conn: Connection, session_id: str, upto: int | None = None) -> int | None:
     """The seq of the session's newest `clear` (not a rewind; up to row `upto`; a branch's
-    parent's before the fork count too), or None: the Agents SDK numbers turns from 1
-    after it."""
+    parent's before the fork count too), or None."""
     line = lineage(conn, session_id)
     if line.parent is not None and upto is not None and upto <= line.fork_seq:
         return tx_last_clear(conn, line.parent, upto)

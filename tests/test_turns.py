@@ -112,20 +112,20 @@ async def test_store_turns_open_sealed_user_text_and_count_tools(db_url: str) ->
         assert (await turns_of(store, "s"))[0]["user_text"] is None  # SQL cannot read it
 
 
-async def test_last_clear_is_the_newest_clear_not_a_rewind_and_branches_inherit_it(
+async def test_turns_before_clear_count_to_the_newest_clear_not_a_rewind_and_branches_inherit(
     store: SessionStore,
 ) -> None:
-    assert await store.last_clear("s") is None
+    assert await store.turns_before_clear("s") == 0  # no session yet
     await store.append("s", [user("one"), assistant("1")])
-    assert await store.last_clear("s") is None
+    assert await store.turns_before_clear("s") == 0  # never cleared
     await store.clear("s")
-    cleared = (await store.session_info("s")).last_seq  # type: ignore[union-attr]
     await store.append("s", [user("two"), assistant("2"), user("three")])
+    assert await store.turns_before_clear("s") == 1
     await store.rewind("s", HistoryPoint.before_turn(3))  # a clear naming its target
-    assert await store.last_clear("s") == cleared
+    assert await store.turns_before_clear("s") == 1
     await store.fork("s", "s-branch", at=HistoryPoint.before_turn(3))
-    assert await store.last_clear("s-branch") == cleared
+    assert await store.turns_before_clear("s-branch") == 1  # the parent's clear, inherited
+    await store.append("s-branch", [user("four")])
     await store.clear("s-branch")
-    own = (await store.session_info("s-branch")).last_seq  # type: ignore[union-attr]
-    assert await store.last_clear("s-branch") == own > cleared
-    assert await store.last_clear("s") == cleared  # the branch's clear is its own
+    assert await store.turns_before_clear("s-branch") == 3  # one, two (shared), four
+    assert await store.turns_before_clear("s") == 1  # the branch's clear is its own

@@ -42,10 +42,9 @@ class SDKTurnsMixin:
         """The user turns since the newest `clear_session`, numbered from 1 as the SDK's
         (the store numbers turns over the whole history), and how many came before it."""
         turns = await self.store.user_turns(store_id)
-        cleared = await self.store.last_clear(store_id)
-        if cleared is None:
+        before = await self.store.turns_before_clear(store_id)
+        if not before:
             return turns, 0
-        before = sum(1 for turn in turns if turn.seq < cleared)
         return [replace(turn, turn=turn.turn - before) for turn in turns[before:]], before
 
     async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
@@ -88,7 +87,7 @@ class SDKTurnsMixin:
         holds what came before the first user message. Numbered as `get_conversation_turns`."""
         await self._first_access()
         store_id = self._store_session_of(branch_id)
-        _, cleared = await self._sdk_turns(store_id)
+        cleared = await self.store.turns_before_clear(store_id)
         starts = [
             (turn.turn - cleared, turn.first_seq) for turn in await self.store.turns(store_id)
         ]
@@ -107,7 +106,7 @@ class SDKTurnsMixin:
         like AdvancedSQLiteSession's."""
         await self._first_access()
         store_id = self._store_session_of(branch_id)
-        _, cleared = await self._sdk_turns(store_id)
+        cleared = await self.store.turns_before_clear(store_id)
         return [
             (tool, calls, turn - cleared)
             for tool, calls, turn in await self.store.tool_usage(store_id)

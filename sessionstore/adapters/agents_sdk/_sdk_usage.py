@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agents.result import RunResult
     from agents.usage import Usage
 
-    from ... import SessionStore, UserTurn
+    from ... import SessionStore
 
 
 class SDKUsageMixin:
@@ -32,8 +32,6 @@ class SDKUsageMixin:
         def active_session_id(self) -> str: ...
 
         def _store_session_of(self, branch_id: str | None) -> str: ...
-
-        async def _sdk_turns(self, store_id: str) -> tuple[list[UserTurn], int]: ...
 
         async def _first_access(self) -> None: ...
 
@@ -101,7 +99,7 @@ class SDKUsageMixin:
         await self._first_access()
         store_id = self._store_session_of(branch_id)
         by_turn = await self.store.turn_usage(store_id)
-        _, cleared = await self._sdk_turns(store_id)
+        cleared = await self.store.turns_before_clear(store_id)
         rows = [
             _turn_usage(turn - cleared, totals)
             for turn, totals in sorted(by_turn.items())
