@@ -126,12 +126,14 @@ class SDKBranchesMixin:
         created_at, plus parent (the branch it was forked from)."""
         await self._first_access()
         found: list[dict[str, Any]] = []
-        pending: list[tuple[str, str]] = [(MAIN_BRANCH, self.session_id)]
+        pending: list[tuple[str, str, str | None]] = [(MAIN_BRANCH, self.session_id, None)]
         prefix = f"{self.session_id}{BRANCH_SEPARATOR}"
         while pending:
-            name, store_id = pending.pop(0)
+            name, store_id, parent = pending.pop(0)
             info = await self.store.session_info(store_id)
-            metadata = (await self.store.session_metadata(store_id) or {}) if info else {}
+            metadata: dict[str, Any] = {}
+            if info is not None and parent is not None:  # "main" is never deleted
+                metadata = await self.store.session_metadata(store_id) or {}
             # A deleted branch is not listed; the branches made from it still are.
             if name == MAIN_BRANCH or (info is not None and not metadata.get(DELETED)):
                 turns = (await self._sdk_turns(store_id))[0] if info is not None else []
@@ -142,12 +144,13 @@ class SDKBranchesMixin:
                         "user_turns": len(turns),
                         "is_current": name == self.branch_id,
                         "created_at": None if info is None else info.created_at.isoformat(),
-                        "parent": metadata.get("branched_from"),
+                        # the branch it was made from, as the SDK would say
+                        "parent": metadata.get("branched_from", parent),
                     }
                 )
             for child in await self.store.branches(store_id) if info is not None else []:
                 if child.session_id.startswith(prefix):
-                    pending.append((child.session_id[len(prefix) :], child.session_id))
+                    pending.append((child.session_id[len(prefix) :], child.session_id, name))
         return found
 
     async def delete_branch(self, branch_id: str, force: bool = False) -> None:
