@@ -38,8 +38,8 @@ from sessionstore import SessionStore, SQLSession
 from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.compaction._background_policy import BackgroundPolicy
-from sessionstore.compaction._extractive import ExtractiveSummarizer
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 
 WINDOW = 8_000
 WORDS = ("plan", "build", "test", "deploy", "review", "schema", "index", "cache", "latency")

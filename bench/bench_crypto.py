@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable
 
 from sessionstore import Keyring, LocalKey
-from sessionstore._crypto import open_sealed, rewrap, seal  # measured directly
+from sessionstore._security._crypto import open_sealed, rewrap, seal  # measured directly
 
 SIZES = {"1 KB": 1024, "64 KB": 64 * 1024, "1 MB": 1024 * 1024}
 CONTEXT = {"table": "archives", "session": "user-42", "compaction": "17", "seq": "1-400"}

@@ -45,7 +45,7 @@ KINDS = ("ours", "ours-chain", "sdk-sqlite", "sdk-sqlalchemy")
 def through_the_chain(really: bool) -> Iterator[None]:
     """Stores take a new file through the migration chain, as all did before issue #39 (the
     bench's "before"; the code keeps the chain for databases at older revisions)."""
-    from sessionstore import _migrations
+    from sessionstore._storage import _migrations
 
     kept = _migrations.created_at_head
     if really:
@@ -86,8 +86,8 @@ async def first_write(kind: str, path: Path) -> float:
 
 async def schema_creation(path: Path, *, chain: bool) -> float:
     """Seconds to bring the new file `path` to head: the migration chain, or the head schema."""
-    from sessionstore._database import open_database, resolve_url
-    from sessionstore._migrations import ensure_schema, upgrade_through_chain
+    from sessionstore._storage._database import open_database, resolve_url
+    from sessionstore._storage._migrations import ensure_schema, upgrade_through_chain
 
     database = open_database(resolve_url(f"sqlite:///{path}"))
     try:

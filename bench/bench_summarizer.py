@@ -74,9 +74,9 @@ def _output(rng: random.Random, n: int, host: str, names: list[str]) -> tuple[st
 
 def child() -> dict[str, float]:
     """Times of the summarizer of whichever tree `sessionstore` is imported from."""
-    from sessionstore.compaction._extractive import ExtractiveSummarizer
-    from sessionstore.compaction._factsheet import carry_forward
-    from sessionstore.compaction._summarizer import SummaryRequest
+    from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+    from sessionstore.compaction._summarizers._factsheet import carry_forward
+    from sessionstore.compaction._summarizers._summarizer import SummaryRequest
 
     summarizer = ExtractiveSummarizer()
     count = summarizer._estimator.count_text

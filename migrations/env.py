@@ -1,6 +1,6 @@
 """Alembic environment: runs migrations over an async engine or a given connection.
 
-`sessionstore._migrations` passes a live connection (config.attributes["connection"]);
+`sessionstore._storage._migrations` passes a live connection (config.attributes["connection"]);
 the `alembic` command line builds an engine from the URL in the config or
 $SESSIONSTORE_URL, with the async drivers sessionstore uses.
 """
@@ -13,8 +13,8 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from sessionstore._database import open_database, resolve_url
 from sessionstore._schema import metadata
+from sessionstore._storage._database import open_database, resolve_url
 
 # Serializes concurrent migrators on PostgreSQL (any constant works; this one spells "sstore").
 _PG_MIGRATION_LOCK = 0x7373746F7265

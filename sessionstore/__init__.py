@@ -63,21 +63,22 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
-    from ._agents import check_agent_name
     from ._arguments import check_session_id, item_list
-    from ._branches import Fork
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
     from ._config import SessionStoreConfig, load_config
-    from ._crypto import AwsKmsKey, Keyring, LocalKey
     from ._events import Event
-    from ._history_check import ChainReport
-    from ._importer import ImportReport, import_sdk_sessions
+    from ._history._agents import check_agent_name
+    from ._history._branches import Fork
+    from ._history._model_calls import CallUsage, ModelCall
+    from ._history._prices import Price
+    from ._history._search import SearchHit
+    from ._history._time_travel import HistoryPoint, Rewind
+    from ._history._turns import Turn, UserTurn
+    from ._history._verify import ChainReport
     from ._items import text_of, tool_name_of
-    from ._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
-    from ._model_calls import CallUsage, ModelCall
-    from ._prices import Price
-    from ._redaction import Redactor
-    from ._retention import (
+    from ._jobs._importer import ImportReport, import_sdk_sessions
+    from ._jobs._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
+    from ._jobs._retention import (
         RetentionAction,
         RetentionPolicy,
         RetentionReport,
@@ -86,62 +87,61 @@ if TYPE_CHECKING:
         run_retention,
         set_policy,
     )
+    from ._jobs._sdk_first_access import SdkHistory, SdkTables
     from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
-    from ._sdk_first_access import SdkHistory, SdkTables
-    from ._search import SearchHit
+    from ._security._crypto import AwsKmsKey, Keyring, LocalKey
+    from ._security._redaction import Redactor
     from ._store import SessionStore
-    from ._time_travel import HistoryPoint, Rewind
     from ._tokens import TokenEstimator, estimator_for_model
-    from ._turns import Turn, UserTurn
     from .adapters.agents_sdk import SQLSession
 
 _LAZY: dict[str, str] = {
-    "check_agent_name": "._agents",
+    "check_agent_name": "._history._agents",
     "check_session_id": "._arguments",
     "item_list": "._arguments",
-    "Fork": "._branches",
+    "Fork": "._history._branches",
     "Event": "._events",
-    "ChainReport": "._history_check",
+    "ChainReport": "._history._verify",
     "text_of": "._items",
     "tool_name_of": "._items",
-    "CallUsage": "._model_calls",
-    "ModelCall": "._model_calls",
-    "Price": "._prices",
-    "SdkHistory": "._sdk_first_access",
-    "SdkTables": "._sdk_first_access",
+    "CallUsage": "._history._model_calls",
+    "ModelCall": "._history._model_calls",
+    "Price": "._history._prices",
+    "SdkHistory": "._jobs._sdk_first_access",
+    "SdkTables": "._jobs._sdk_first_access",
     "SessionInfo": "._rows",
     "StoredRow": "._rows",
     "decode_payload": "._rows",
     "visible_rows": "._rows",
-    "SearchHit": "._search",
+    "SearchHit": "._history._search",
     "SessionStore": "._store",
-    "HistoryPoint": "._time_travel",
-    "Rewind": "._time_travel",
-    "Turn": "._turns",
-    "UserTurn": "._turns",
+    "HistoryPoint": "._history._time_travel",
+    "Rewind": "._history._time_travel",
+    "Turn": "._history._turns",
+    "UserTurn": "._history._turns",
     "build_event_bus": "._builders",
     "build_manager": "._builders",
     "build_store": "._builders",
     "manager_from_file": "._builders",
     "SessionStoreConfig": "._config",
     "load_config": "._config",
-    "AwsKmsKey": "._crypto",
-    "Keyring": "._crypto",
-    "LocalKey": "._crypto",
-    "ImportReport": "._importer",
-    "import_sdk_sessions": "._importer",
-    "RotationReport": "._key_rotation",
-    "check_retirable": "._key_rotation",
-    "key_usage": "._key_rotation",
-    "rotate_keys": "._key_rotation",
-    "Redactor": "._redaction",
-    "RetentionAction": "._retention",
-    "RetentionPolicy": "._retention",
-    "RetentionReport": "._retention",
-    "delete_policy": "._retention",
-    "list_policies": "._retention",
-    "run_retention": "._retention",
-    "set_policy": "._retention",
+    "AwsKmsKey": "._security._crypto",
+    "Keyring": "._security._crypto",
+    "LocalKey": "._security._crypto",
+    "ImportReport": "._jobs._importer",
+    "import_sdk_sessions": "._jobs._importer",
+    "RotationReport": "._jobs._key_rotation",
+    "check_retirable": "._jobs._key_rotation",
+    "key_usage": "._jobs._key_rotation",
+    "rotate_keys": "._jobs._key_rotation",
+    "Redactor": "._security._redaction",
+    "RetentionAction": "._jobs._retention",
+    "RetentionPolicy": "._jobs._retention",
+    "RetentionReport": "._jobs._retention",
+    "delete_policy": "._jobs._retention",
+    "list_policies": "._jobs._retention",
+    "run_retention": "._jobs._retention",
+    "set_policy": "._jobs._retention",
     "TokenEstimator": "._tokens",
     "estimator_for_model": "._tokens",
     "SQLSession": ".adapters.agents_sdk",

@@ -14,16 +14,16 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._config import KeySettings, SessionStoreConfig, load_config
-from ._crypto import ACTIVE_KEY_ENV, KEY_FILE_ENV, KEYS_ENV, Keyring
 from ._errors import ConfigError
-from ._prices import Price
-from ._redaction import Redactor
+from ._history._prices import Price
+from ._security._crypto import ACTIVE_KEY_ENV, KEY_FILE_ENV, KEYS_ENV, Keyring
+from ._security._redaction import Redactor
 
 if TYPE_CHECKING:
     from ._store import SessionStore
     from .archive._sinks import ArchiveSink
     from .compaction._manager import CompactionManager
-    from .compaction._summarizer import Summarizer
+    from .compaction._summarizers._summarizer import Summarizer
     from .exporters._bus import EventBus, Exporter
 
 __all__ = ["build_event_bus", "build_manager", "build_sinks", "build_store", "manager_from_file"]
@@ -166,7 +166,7 @@ def _summarizer(config: SessionStoreConfig, env: Mapping[str, str]) -> Summarize
     if settings.kind == "extractive":
         return None
     if settings.kind == "provider":
-        from .compaction._provider_summarizer import ProviderSummarizer
+        from .compaction._summarizers._provider import ProviderSummarizer
 
         return ProviderSummarizer(
             settings.model or config.model,
@@ -175,7 +175,7 @@ def _summarizer(config: SessionStoreConfig, env: Mapping[str, str]) -> Summarize
             api_key=env.get(settings.api_key_env) or None,
             timeout=settings.timeout,
         )
-    from .compaction._openai_summarizer import OpenAISummarizer
+    from .compaction._summarizers._openai import OpenAISummarizer
 
     return OpenAISummarizer(
         settings.model or config.model,

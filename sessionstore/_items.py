@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ._errors import InvalidItemError, UnserializableItemError
+from ._frozen import record
 from ._opaque import OPAQUE_TYPES, describe_opaque
-from ._record import record
 
 
 @record

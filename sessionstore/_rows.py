@@ -14,11 +14,11 @@ from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeVar
 
-from ._archive_codec import SLICE_CHARS
 from ._errors import CorruptRowError
+from ._frozen import record
 from ._items import ItemInfo
-from ._record import record
 from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
+from ._security._archive_codec import SLICE_CHARS
 
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 _T = TypeVar("_T")

@@ -24,10 +24,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ._agents import check_agent_name, items_of, tx_agent_history
-from ._append_only import maintenance
-from ._archive_codec import encode_archive
-from ._archive_sealing import archive_columns
 from ._arguments import (
     check_count,
     check_flag,
@@ -36,14 +32,41 @@ from ._arguments import (
     check_session_id,
     item_list,
 )
-from ._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
-from ._call_record import CallRecord
-from ._crypto import Keyring
-from ._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
 from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
 from ._events import Event
-from ._history_check import ChainReport, tx_checked_active, tx_verify
-from ._hot_path import APPEND_UPSERT
+from ._history._agents import check_agent_name, items_of, tx_agent_history
+from ._history._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
+from ._history._model_calls import (
+    USAGE_GROUPS,
+    CallUsage,
+    ModelCall,
+    input_sha256,
+    tx_attach_usage,
+    tx_calls,
+    tx_usage,
+    usage_by_turn,
+)
+from ._history._prices import DEFAULT_PRICES, Price, cost_usd, price_of
+from ._history._search import SearchHit, search_words, tx_search
+from ._history._time_travel import (
+    HistoryPoint,
+    Rewind,
+    Segment,
+    inherited_rows,
+    inherited_segments,
+    rewind_event,
+    tx_rewind,
+    tx_rows_as_of,
+)
+from ._history._turns import (
+    Turn,
+    UserTurn,
+    tx_tool_usage,
+    tx_turns,
+    tx_turns_before_clear,
+    tx_user_turns,
+)
+from ._history._verify import ChainReport, tx_checked_active, tx_verify
 from ._items import (
     ItemInfo,
     call_names_in,
@@ -54,23 +77,6 @@ from ._items import (
     is_tool_output,
     rough_chars,
 )
-from ._known_totals import keeps_totals
-from ._loops import LoopSafeLock
-from ._migrations import ensure_schema
-from ._model_calls import (
-    USAGE_GROUPS,
-    CallUsage,
-    ModelCall,
-    input_sha256,
-    tx_attach_usage,
-    tx_calls,
-    tx_usage,
-    usage_by_turn,
-)
-from ._off_loop import BIG_READ, off_loop
-from ._payload_sealing import SessionKeys
-from ._prices import DEFAULT_PRICES, Price, cost_usd, price_of
-from ._redaction import Redactor, redaction_disabled_event
 from ._rows import (
     ITEM_COLUMNS,
     Batch,
@@ -91,8 +97,20 @@ from ._schema import (
     messages,
     sessions,
 )
-from ._search import SearchHit, search_words, tx_search
-from ._session_sql import (
+from ._security._archive_codec import encode_archive
+from ._security._archive_sealing import archive_columns
+from ._security._crypto import Keyring
+from ._security._payload_sealing import SessionKeys
+from ._security._redaction import Redactor, redaction_disabled_event
+from ._storage._append_only import maintenance
+from ._storage._append_rows import APPEND_UPSERT
+from ._storage._call_record import CallRecord
+from ._storage._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
+from ._storage._known_totals import keeps_totals
+from ._storage._loops import LoopSafeLock
+from ._storage._migrations import ensure_schema
+from ._storage._off_loop import BIG_READ, off_loop
+from ._storage._session_sql import (
     ROW_COLUMNS,
     SESSION_ROW,
     AnyRow,
@@ -102,25 +120,7 @@ from ._session_sql import (
     stored_rows,
     write_rows,
 )
-from ._time_travel import (
-    HistoryPoint,
-    Rewind,
-    Segment,
-    inherited_rows,
-    inherited_segments,
-    rewind_event,
-    tx_rewind,
-    tx_rows_as_of,
-)
 from ._tokens import TokenEstimator, estimator_for_model
-from ._turns import (
-    Turn,
-    UserTurn,
-    tx_tool_usage,
-    tx_turns,
-    tx_turns_before_clear,
-    tx_user_turns,
-)
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore import _archive_codec as codec
-from sessionstore._archive_codec import (
+from sessionstore._security import _archive_codec as codec
+from sessionstore._security._archive_codec import (
     archive_of,
     decode_archive,
     encode_archive,

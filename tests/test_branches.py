@@ -12,9 +12,14 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import BranchError, HistoryPoint, HistoryPointError, SessionStore
-from sessionstore._crypto import Keyring, LocalKey
-from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention, set_policy
+from sessionstore._jobs._retention import (
+    RetentionAction,
+    RetentionPolicy,
+    run_retention,
+    set_policy,
+)
 from sessionstore._schema import messages
+from sessionstore._security._crypto import Keyring, LocalKey
 from tests.support.database import age, edit_rows, scalar
 from tests.support.histories import assistant, call, output, user
 from tests.support.invariants import assert_session_invariants

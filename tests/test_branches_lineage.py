@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import BranchError, CompactionError, SessionStore
-from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention
+from sessionstore._jobs._retention import RetentionAction, RetentionPolicy, run_retention
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
 

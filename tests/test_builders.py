@@ -27,9 +27,9 @@ from sessionstore._builders import (
 )
 from sessionstore._config import SessionStoreConfig
 from sessionstore._errors import ConfigError
-from sessionstore._redaction import Redactor
 from sessionstore._schema import events
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore._security._redaction import Redactor
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 from sessionstore.exporters._bus import EventBus
 from tests.support.histories import coding_session
 from tests.support.servers import AriadneIngest, OtlpReceiver, serve
@@ -278,7 +278,7 @@ def test_sql_storage_has_no_extra_sinks() -> None:
 
 
 async def test_build_manager_makes_the_provider_summarizer(tmp_path: Path) -> None:
-    from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+    from sessionstore.compaction._summarizers._provider import ProviderSummarizer
 
     config = _store_config(
         tmp_path,

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore._chain import PUBLIC_KEY, _mac, extend, extend_plain, genesis
+from sessionstore._security._chain import PUBLIC_KEY, _mac, extend, extend_plain, genesis
 
 _text = st.text(max_size=30)
 _maybe = st.none() | _text

@@ -19,7 +19,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, make_url
 
 from sessionstore import SessionStore
-from sessionstore._citus import (
+from sessionstore._storage._append_rows import PG_ACTIVE_SQL
+from sessionstore._storage._database import PostgresDatabase, open_database, resolve_url
+from sessionstore._storage._migrations import current_revision, distribute_tables, head_revision
+from sessionstore._storage._postgres._citus import (
     APPEND_SIGNATURE,
     APPEND_SQL,
     COORDINATOR_ONLY,
@@ -28,9 +31,6 @@ from sessionstore._citus import (
     RANGE_SQL,
     REFERENCE,
 )
-from sessionstore._database import PostgresDatabase, open_database, resolve_url
-from sessionstore._hot_path import PG_ACTIVE_SQL
-from sessionstore._migrations import current_revision, distribute_tables, head_revision
 from tests.conftest import CITUS_URL
 from tests.support.citus import create_citus_database, drop_citus_database, enable_citus
 from tests.support.cli import run

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sessionstore._config import ENV_OVERRIDES, SessionStoreConfig, load_config
 from sessionstore._errors import ConfigError, SessionStoreError
-from sessionstore._retention import RetentionAction
+from sessionstore._jobs._retention import RetentionAction
 
 ROOT = Path(__file__).resolve().parents[1]
 

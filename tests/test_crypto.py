@@ -21,7 +21,15 @@ from botocore.config import Config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore._crypto import (
+from sessionstore._errors import (
+    KeyIntegrityError,
+    KeyringError,
+    KeyUnavailableError,
+    MissingKeyError,
+    SealedDataError,
+    SessionStoreError,
+)
+from sessionstore._security._crypto import (
     ENVELOPE_V1,
     AwsKmsKey,
     Keyring,
@@ -31,14 +39,6 @@ from sessionstore._crypto import (
     open_sealed,
     rewrap,
     seal,
-)
-from sessionstore._errors import (
-    KeyIntegrityError,
-    KeyringError,
-    KeyUnavailableError,
-    MissingKeyError,
-    SealedDataError,
-    SessionStoreError,
 )
 
 if TYPE_CHECKING:

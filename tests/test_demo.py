@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessionstore._demo import PROMPTS, LongSessionReport, run_demo, run_long_session
+from sessionstore.cli._demo_scenario import PROMPTS, LongSessionReport, run_demo, run_long_session
 from sessionstore.compaction import CompactionPolicy
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionstore._driver_errors import _valueless
+from sessionstore._storage._driver_errors import _valueless
 
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0P9o8"
 

@@ -22,18 +22,18 @@ import sqlalchemy as sa
 import sessionstore._errors as errors_module
 from sessionstore import SessionStore
 from sessionstore._config import load_config
-from sessionstore._crypto import AwsKmsKey, Keyring, LocalKey
 from sessionstore._errors import SessionStoreError
-from sessionstore._importer import import_sdk_sessions
-from sessionstore._key_rotation import check_retirable
+from sessionstore._jobs._importer import import_sdk_sessions
+from sessionstore._jobs._key_rotation import check_retirable
 from sessionstore._schema import archives, messages
+from sessionstore._security._crypto import AwsKmsKey, Keyring, LocalKey
 from sessionstore.archive import FilesystemSink, read_archives
 from sessionstore.archive._sinks import ArchiveDelivery
 from sessionstore.cli._common import _first_line, outcome_of
 from sessionstore.cli._query import _run as run_query  # the command's own runner
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
-from sessionstore.compaction._summarizer import SummaryRequest
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest
 from tests.support.archives import CLIENT_OPTIONS, compacted
 from tests.support.cli import run
 from tests.support.database import edit_rows, write_lock_held

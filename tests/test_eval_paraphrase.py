@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sessionstore.compaction._prompts import BUILTIN_STRATEGIES
+from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES
 from tests.support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.compaction._prompts import BUILTIN_STRATEGIES, fill_template
+from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES, fill_template
 from tests.support.openai_server import OpenAIServer
 from tests.support.scripts import load_script
 

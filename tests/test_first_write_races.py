@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import pytest
 
 from sessionstore import SQLSession, StoreTimeoutError
-from sessionstore._sqlite_wal import enter_wal
+from sessionstore._storage._sqlite._wal import enter_wal
 from tests.support.database import creations_and_sessions
 
 ROUNDS = 8

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore._database import SQLiteDatabase
 from sessionstore._errors import StoreError
 from sessionstore._items import describe
 from sessionstore._rows import Batch
+from sessionstore._storage._database import SQLiteDatabase
 
 WRITERS = 64
 APPENDS = 8

@@ -1,7 +1,7 @@
 """A new database is created at head directly, and that is exactly what the migrations build.
 
 If a migration is added or changed without regenerating `sessionstore/_head_sql/`
-(`python -m sessionstore._head_schema_dump`), the first test here fails, and the store
+(`python -m sessionstore._storage._head_schema_dump`), the first test here fails, and the store
 ignores the stale file (the chain runs). The others prove, on both backends, that a database
 created from the file and one migrated from the first revision cannot be told apart:
 Alembic's autogenerate, every object in the catalog (triggers, views, functions, FTS tables,
@@ -19,9 +19,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
-from sessionstore._head_schema import head_schema, head_sql_path, migrations_digest, parse
-from sessionstore._head_schema_dump import postgresql_head, scratch_pg_database, sqlite_head
-from sessionstore._migrations import (
+from sessionstore._storage._head_schema import head_schema, head_sql_path, migrations_digest, parse
+from sessionstore._storage._head_schema_dump import (
+    postgresql_head,
+    scratch_pg_database,
+    sqlite_head,
+)
+from sessionstore._storage._migrations import (
     chain_head_revision,
     created_at_head,
     head_revision,
@@ -31,7 +35,7 @@ from tests.conftest import BACKENDS
 from tests.support.database import migrate_to, read_as_it_is, write_as_it_is
 from tests.support.schema_catalog import catalog, contents, schema_diff
 
-_REGENERATE = "regenerate it: python -m sessionstore._head_schema_dump"
+_REGENERATE = "regenerate it: python -m sessionstore._storage._head_schema_dump"
 _FIRST_REVISION = "0001"
 
 

@@ -25,10 +25,10 @@ from sessionstore import (
     SessionStore,
     rotate_keys,
 )
-from sessionstore._archive_codec import encode_archive
-from sessionstore._chain import PUBLIC_KEY, genesis, link, payload_digest
-from sessionstore._migrations import head_revision
 from sessionstore._schema import archives, messages, sessions
+from sessionstore._security._archive_codec import encode_archive
+from sessionstore._security._chain import PUBLIC_KEY, genesis, link, payload_digest
+from sessionstore._storage._migrations import head_revision
 from sessionstore.archive import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.archives import compacted, raw_archive

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._schema import messages
+from sessionstore._security._crypto import Keyring, LocalKey
 
 # Column texts the NULL stand-in (the integer 0) must not swallow: "0", a number-like call id.
 _ITEMS: list[dict[str, Any]] = [

@@ -1,4 +1,4 @@
-"""Importing the Agents SDK's own session databases (sessionstore._importer).
+"""Importing the Agents SDK's own session databases (sessionstore._jobs._importer).
 
 Every source here is written by the SDK itself: SQLiteSession on a file, and
 SQLAlchemySession on SQLite and on the real PostgreSQL, driven by real
@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore import _importer as importer
 from sessionstore._errors import ImportSourceError
-from sessionstore._importer import (
+from sessionstore._jobs import _importer as importer
+from sessionstore._jobs._importer import (
     IMPORT_KEY,
     ImportMarker,
     ImportProgress,

@@ -3,9 +3,10 @@ its own appends, and a bounded number of sessions."""
 
 from __future__ import annotations
 
-from sessionstore import CallUsage, SessionStore, _known_totals
-from sessionstore._crypto import Keyring, LocalKey
-from sessionstore._known_totals import KnownTotals, keeps_totals
+from sessionstore import CallUsage, SessionStore
+from sessionstore._security._crypto import Keyring, LocalKey
+from sessionstore._storage import _known_totals
+from sessionstore._storage._known_totals import KnownTotals, keeps_totals
 from tests.support.histories import assistant, user
 
 

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import CallUsage, Event, Price, SessionStore, SessionStoreConfig, build_store
-from sessionstore._prices import DEFAULT_PRICES, cost_usd, price_of
+from sessionstore._history._prices import DEFAULT_PRICES, cost_usd, price_of
 from tests.support.cli import SECRET
 from tests.support.histories import assistant, user
 

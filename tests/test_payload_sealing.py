@@ -9,11 +9,16 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._errors import SessionStoreError
-from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
-from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention, set_policy
+from sessionstore._jobs._key_rotation import check_retirable, key_usage, rotate_keys
+from sessionstore._jobs._retention import (
+    RetentionAction,
+    RetentionPolicy,
+    run_retention,
+    set_policy,
+)
 from sessionstore._schema import messages
+from sessionstore._security._crypto import Keyring, LocalKey
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.database import edit_rows
 from tests.support.histories import call, coding_session, output

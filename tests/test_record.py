@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mypy import api as mypy_api
 
-from sessionstore import _record as record_module
-from sessionstore._record import record
+from sessionstore import _frozen as record_module
+from sessionstore._frozen import record
 
 
 @record

@@ -14,9 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore._archive_codec import decode_archive
 from sessionstore._events import Event
-from sessionstore._retention import (
+from sessionstore._jobs._retention import (
     RetentionAction,
     RetentionPolicy,
     delete_policy,
@@ -25,6 +24,7 @@ from sessionstore._retention import (
     set_policy,
 )
 from sessionstore._schema import archives, events, messages, sessions
+from sessionstore._security._archive_codec import decode_archive
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.database import age
 from tests.support.histories import coding_session, turns
@@ -216,7 +216,7 @@ async def test_postgres_function_matches_the_python_job(pg_url: str) -> None:
 
 
 async def test_sealed_archives_still_open_after_the_plaintext_purge(db_url: str) -> None:
-    from sessionstore._crypto import Keyring, LocalKey
+    from sessionstore._security._crypto import Keyring, LocalKey
     from sessionstore.archive._reader import read_archives
 
     async with SessionStore(

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring, LocalKey
-from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention
+from sessionstore._jobs._retention import RetentionAction, RetentionPolicy, run_retention
+from sessionstore._security._crypto import Keyring, LocalKey
 from tests.support.cli import SECRET
 from tests.support.database import age
 from tests.support.histories import assistant, call, output, user

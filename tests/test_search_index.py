@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore import _idle_indexing as idle_indexing
-from sessionstore import _search as search_module
-from sessionstore._migrations import downgrade, upgrade
-from sessionstore._retention import RetentionAction, RetentionPolicy, run_retention
-from sessionstore._search_index import index_pending, match_pending
+from sessionstore._history import _search as search_module
+from sessionstore._jobs._retention import RetentionAction, RetentionPolicy, run_retention
+from sessionstore._storage._migrations import downgrade, upgrade
+from sessionstore._storage._sqlite import _idle_indexing as idle_indexing
+from sessionstore._storage._sqlite._search_index import index_pending, match_pending
 from tests.support.database import age
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
@@ -56,7 +56,8 @@ async def _killed_writer(sqlite_url: str, session_id: str, text: str) -> None:
     script = textwrap.dedent(
         f"""
         import asyncio, os
-        from sessionstore import SessionStore, _idle_indexing
+        from sessionstore import SessionStore
+        from sessionstore._storage._sqlite import _idle_indexing
         _idle_indexing.IDLE_S = 3600.0
 
         async def main():

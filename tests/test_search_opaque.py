@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._opaque import describe_opaque, is_opaque, opaque_view
-from sessionstore._redaction import Redactor
+from sessionstore._security._redaction import Redactor
 from tests.support.openai_server import OpenAIServer, ok
 from tests.support.provider import (
     BOUND_MODEL,
@@ -73,7 +73,7 @@ async def test_sqlite_indexes_no_opaque_row_and_skips_one_indexed_before(
 
 
 async def test_a_hit_on_an_opaque_row_says_what_it_is(store: SessionStore) -> None:
-    from sessionstore._search import search_hit  # here: the other tests run without it
+    from sessionstore._history._search import search_hit  # here: the other tests run without it
 
     await _provider_compacted(store)
     [marker] = [row for row in await store.history("p") if is_opaque(row.item)]

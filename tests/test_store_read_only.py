@@ -19,8 +19,8 @@ from sessionstore import (
     SchemaOutdatedError,
     SessionStore,
 )
-from sessionstore._database import open_database, resolve_url
-from sessionstore._migrations import current_revision, downgrade
+from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._migrations import current_revision, downgrade
 from tests.support.database import scalar
 
 

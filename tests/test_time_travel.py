@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import BranchError, HistoryPoint, HistoryPointError, SessionStore
-from sessionstore._crypto import Keyring, LocalKey
+from sessionstore._security._crypto import Keyring, LocalKey
 from tests.support.database import scalar
 from tests.support.histories import assistant, call, output, user
 from tests.support.invariants import assert_session_invariants

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import HistoryPoint, SessionStore
-from sessionstore._crypto import Keyring, LocalKey
+from sessionstore._security._crypto import Keyring, LocalKey
 from tests.support.histories import assistant, call, output, user
 
 

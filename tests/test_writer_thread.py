@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from sessionstore._writer_thread import WriterThread
+from sessionstore._storage._sqlite._writer_thread import WriterThread
 
 
 def test_the_connection_is_lent_only_while_no_job_runs() -> None:

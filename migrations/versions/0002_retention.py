@@ -20,7 +20,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # Applies every enabled policy in one transaction and records a retention.run event.
-# Mirrors sessionstore._retention (the CLI/API job) exactly; tests hold them to it.
+# Mirrors sessionstore._jobs._retention (the CLI/API job) exactly; tests hold them to it.
 APPLY_RETENTION = """
 CREATE OR REPLACE FUNCTION sessionstore_apply_retention(
     dry_run boolean DEFAULT false,

@@ -13,8 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .._archive_sealing import OpenedArchive, open_archive
 from .._schema import archives
+from .._security._archive_sealing import OpenedArchive, open_archive
 from .._store import SessionStore
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .._model_calls import ModelCall
+from .._history._model_calls import ModelCall
 from .._rows import StoredRow
 from .._schema import events
 from .._store import SessionStore

@@ -21,7 +21,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._database import resolve_url
 from .._errors import (
     ArchiveSinkError,
     CompactionError,
@@ -38,6 +37,7 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
+from .._storage._database import resolve_url
 from .._store import SessionStore
 from .._utc import as_utc
 

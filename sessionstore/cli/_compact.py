@@ -18,12 +18,12 @@ from rich.text import Text
 from .._builders import build_manager, build_store
 from .._commands import cli_command
 from .._config import SessionStoreConfig
-from .._redaction import Redactor, redaction_disabled_event
+from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
 from ..compaction._manager import CompactionOutcome
 from ..compaction._marker import marker_line
-from ..compaction._prompts import BUILTIN_STRATEGIES, resolve_strategy
 from ..compaction._report import DiffLine, Fate, diff_lines
+from ..compaction._summarizers._prompts import BUILTIN_STRATEGIES, resolve_strategy
 from ._bulk import AllOption, IdsArgument, WhereOption, resolve, selection
 from ._common import (
     ConfigOption,

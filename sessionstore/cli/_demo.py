@@ -17,14 +17,14 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.table import Table
 
 from .._commands import cli_command
-from .._database import resolve_url
 from .._errors import KeyringError
+from .._storage._database import resolve_url
 from ._common import console, err_console, shown_url
 from ._exit_codes import EXIT_FAILED
 from ._text import shown
 
 if TYPE_CHECKING:
-    from .._demo import DemoResult, LongSessionReport
+    from ._demo_scenario import DemoResult, LongSessionReport
 
 # At 2,000 the scripted long session cannot fit one tool pair plus a summary (InsufficientBudget);
 # 4,000 leaves a margin, so a too-small --window is a usage error, not a failed run.
@@ -57,7 +57,7 @@ def demo(
 ) -> None:
     """Run a scripted agent session, restart the store, then a long session through compaction."""
     try:  # the demo runs an Agents SDK agent; no other command needs the SDK
-        from .._demo import DEMO_URL, foreign_sessions, run_demo, run_long_session
+        from ._demo_scenario import DEMO_URL, foreign_sessions, run_demo, run_long_session
     except ImportError as missing:
         raise typer.BadParameter(
             f"the demo runs an OpenAI Agents SDK agent, and {missing.name} is not installed: "
@@ -143,7 +143,7 @@ def _print_restart(result: DemoResult) -> bool:
             f"{result.tokens_before_restart}, after {result.tokens_after_restart}."
         )
     )
-    from .._demo import DEMO_SESSION, TOOLS_QUERY
+    from ._demo_scenario import DEMO_SESSION, TOOLS_QUERY
 
     console.print(shown(f"SQL over the history: which tools did '{DEMO_SESSION}' call?"))
     console.print(shown(TOOLS_QUERY.strip(), "dim"))
@@ -189,7 +189,7 @@ def _print_long(report: LongSessionReport) -> bool:
 
 def _print_next(target: str) -> None:
     """Where to look next, and whether archives were encrypted."""
-    from .._crypto import Keyring
+    from .._security._crypto import Keyring
 
     url = shlex.quote(target)
     console.print(shown("== Next, try:", "bold"))

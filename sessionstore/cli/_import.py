@@ -1,7 +1,7 @@
 """`sessionstore import`: bring Agents SDK sessions (SQLiteSession, SQLAlchemySession) over.
 
 Safe to re-run: each run imports only what the SDK database gained since the
-last one (see sessionstore._importer). Exit 0 when every session imported
+last one (see sessionstore._jobs._importer). Exit 0 when every session imported
 cleanly, 1 when a session was refused or a message skipped, 2 when the source
 or target cannot be used at all (nothing was done).
 """
@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from .._builders import build_store
-from .._importer import (
+from .._jobs._importer import (
     DEFAULT_MESSAGES_TABLE,
     DEFAULT_SESSIONS_TABLE,
     ImportProgress,

@@ -11,8 +11,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from .._crypto import KEY_FILE_ENV, Keyring, LocalKey
-from .._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
+from .._jobs._key_rotation import RotationReport, check_retirable, key_usage, rotate_keys
+from .._security._crypto import KEY_FILE_ENV, Keyring, LocalKey
 from ._common import ConfigOption, UrlOption, console, emit_json, open_store
 from ._guard import command_group
 from ._text import shown

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from .._database import open_database, resolve_url
 from .._errors import SchemaTooNewError
-from .._migrations import (
+from .._storage._database import open_database, resolve_url
+from .._storage._migrations import (
     QUERY_ROLE_NAME,
     create_query_role,
     current_revision,

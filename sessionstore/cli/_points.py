@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .._time_travel import HistoryPoint
+from .._history._time_travel import HistoryPoint
 
 
 def parse_point(text: str, option: str) -> HistoryPoint:

@@ -15,7 +15,7 @@ from typing import Annotated, Final
 import typer
 from rich.table import Table
 
-from .._retention import (
+from .._jobs._retention import (
     RetentionAction,
     RetentionPolicy,
     RetentionReport,

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .._redaction import redaction_disabled_event
-from .._search import SearchHit, search_words
+from .._history._search import SearchHit, search_words
+from .._security._redaction import redaction_disabled_event
 from ._common import (
     ConfigOption,
     RedactOption,

@@ -14,16 +14,16 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
-from .._agents import check_agent_name
-from .._branches import Fork, has_branches_error
+from .._history._agents import check_agent_name
+from .._history._branches import Fork, has_branches_error
+from .._history._time_travel import Rewind
 from .._items import text_of
 from .._opaque import is_opaque, opaque_view
-from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
 from .._schema import sessions as sessions_table
+from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
-from .._time_travel import Rewind
-from ..compaction._provider_marker import Bindings, bindings_of
+from ..compaction._summarizers._provider_marker import Bindings, bindings_of
 from ._call_masking import CallMasking, call_masking
 from ._common import (
     ConfigOption,

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from .._model_calls import USAGE_GROUPS
+from .._history._model_calls import USAGE_GROUPS
 from .._utc import as_utc
 from ._common import ConfigOption, UrlOption, open_store
 from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records

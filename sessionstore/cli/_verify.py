@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from .._history_check import ChainReport
+from .._history._verify import ChainReport
 from .._store import SessionStore
 from ._common import ConfigOption, UrlOption, console, emit_json, open_store
 from ._exit_codes import EXIT_FAILED

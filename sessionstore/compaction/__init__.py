@@ -27,10 +27,15 @@ if TYPE_CHECKING:
     )
     from .._opaque import is_opaque
     from ._background_policy import BackgroundPolicy
-    from ._extractive import ExtractiveSummarizer
     from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
-    from ._masking import (
+    from ._masking_policy import MaskingPolicy
+    from ._message import Message
+    from ._observers import CompactionObserver
+    from ._persist import CompactionResult
+    from ._policy import CompactionPolicy, TriggerDecision
+    from ._preflight._hygiene import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
+    from ._preflight._masking import (
         Masker,
         MaskReport,
         MaskScan,
@@ -39,18 +44,13 @@ if TYPE_CHECKING:
         ToolOutput,
         output_seqs,
     )
-    from ._masking_policy import MaskingPolicy
-    from ._message import Message
-    from ._normalize import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
-    from ._observers import CompactionObserver
-    from ._openai_summarizer import OpenAISummarizer
-    from ._persist import CompactionResult
-    from ._policy import CompactionPolicy, TriggerDecision
-    from ._prompts import BUILTIN_STRATEGIES, Strategy
-    from ._provider_errors import is_context_length_error
-    from ._provider_summarizer import ProviderSummarizer
     from ._report import DiffLine, diff_lines
-    from ._summarizer import Summarizer, SummaryRequest, SummaryResult
+    from ._summarizers._extractive import ExtractiveSummarizer
+    from ._summarizers._openai import OpenAISummarizer
+    from ._summarizers._prompts import BUILTIN_STRATEGIES, Strategy
+    from ._summarizers._provider import ProviderSummarizer
+    from ._summarizers._provider_errors import is_context_length_error
+    from ._summarizers._summarizer import Summarizer, SummaryRequest, SummaryResult
     from ._truncate import TruncationPolicy
 
     CompactManager = CompactionManager
@@ -74,7 +74,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         )
     },
     "is_opaque": ("sessionstore._opaque", "is_opaque"),
-    "ExtractiveSummarizer": ("._extractive", "ExtractiveSummarizer"),
+    "ExtractiveSummarizer": ("._summarizers._extractive", "ExtractiveSummarizer"),
     "CompactionConfig": ("._manager", "CompactionConfig"),
     "CompactionManager": ("._manager", "CompactionManager"),
     "CompactionOutcome": ("._manager", "CompactionOutcome"),
@@ -83,34 +83,34 @@ _HOMES: dict[str, tuple[str, str]] = {
     "SUMMARY_START": ("._marker", "SUMMARY_START"),
     "summary_marker": ("._marker", "summary_marker"),
     "Message": ("._message", "Message"),
-    "ABORTED_OUTPUT": ("._normalize", "ABORTED_OUTPUT"),
-    "HygieneScan": ("._normalize", "HygieneScan"),
-    "NormalizeReport": ("._normalize", "NormalizeReport"),
-    "normalize": ("._normalize", "normalize"),
+    "ABORTED_OUTPUT": ("._preflight._hygiene", "ABORTED_OUTPUT"),
+    "HygieneScan": ("._preflight._hygiene", "HygieneScan"),
+    "NormalizeReport": ("._preflight._hygiene", "NormalizeReport"),
+    "normalize": ("._preflight._hygiene", "normalize"),
     "CompactionObserver": ("._observers", "CompactionObserver"),
-    "OpenAISummarizer": ("._openai_summarizer", "OpenAISummarizer"),
-    "ProviderSummarizer": ("._provider_summarizer", "ProviderSummarizer"),
+    "OpenAISummarizer": ("._summarizers._openai", "OpenAISummarizer"),
+    "ProviderSummarizer": ("._summarizers._provider", "ProviderSummarizer"),
     "CompactionResult": ("._persist", "CompactionResult"),
     "CompactionPolicy": ("._policy", "CompactionPolicy"),
     "TriggerDecision": ("._policy", "TriggerDecision"),
-    "BUILTIN_STRATEGIES": ("._prompts", "BUILTIN_STRATEGIES"),
-    "Strategy": ("._prompts", "Strategy"),
-    "is_context_length_error": ("._provider_errors", "is_context_length_error"),
+    "BUILTIN_STRATEGIES": ("._summarizers._prompts", "BUILTIN_STRATEGIES"),
+    "Strategy": ("._summarizers._prompts", "Strategy"),
+    "is_context_length_error": ("._summarizers._provider_errors", "is_context_length_error"),
     "DiffLine": ("._report", "DiffLine"),
     "diff_lines": ("._report", "diff_lines"),
-    "Summarizer": ("._summarizer", "Summarizer"),
-    "SummaryRequest": ("._summarizer", "SummaryRequest"),
-    "SummaryResult": ("._summarizer", "SummaryResult"),
+    "Summarizer": ("._summarizers._summarizer", "Summarizer"),
+    "SummaryRequest": ("._summarizers._summarizer", "SummaryRequest"),
+    "SummaryResult": ("._summarizers._summarizer", "SummaryResult"),
     "TruncationPolicy": ("._truncate", "TruncationPolicy"),
     "BackgroundPolicy": ("._background_policy", "BackgroundPolicy"),
     "MaskingPolicy": ("._masking_policy", "MaskingPolicy"),
-    "MaskReport": ("._masking", "MaskReport"),
-    "Masker": ("._masking", "Masker"),
-    "ToolOutput": ("._masking", "ToolOutput"),
-    "output_seqs": ("._masking", "output_seqs"),
-    "MaskScan": ("._masking", "MaskScan"),
-    "MaskView": ("._masking", "MaskView"),
-    "RowMasking": ("._masking", "RowMasking"),
+    "MaskReport": ("._preflight._masking", "MaskReport"),
+    "Masker": ("._preflight._masking", "Masker"),
+    "ToolOutput": ("._preflight._masking", "ToolOutput"),
+    "output_seqs": ("._preflight._masking", "output_seqs"),
+    "MaskScan": ("._preflight._masking", "MaskScan"),
+    "MaskView": ("._preflight._masking", "MaskView"),
+    "RowMasking": ("._preflight._masking", "RowMasking"),
     # The original design's names: the very same classes.
     "CompactManager": ("._manager", "CompactionManager"),
     "CompactConfig": ("._manager", "CompactionConfig"),

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final, Literal
 
-from .._agents import check_agent_name
 from .._arguments import check_session_id, item_list
 from .._errors import (
     CompactionError,
@@ -27,21 +26,18 @@ from .._errors import (
     SummaryTooLongError,
 )
 from .._events import Event
+from .._history._agents import check_agent_name
 from .._items import check_item_size, rough_chars, text_of
-from .._loops import KeyedLocks
 from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows
+from .._storage._loops import KeyedLocks
 from .._store import SessionStore
 from .._tokens import TokenEstimator
 from ..archive._sinks import ArchiveDelivery, ArchiveSink
 from . import _result_events as result_events
-from ._background import BackgroundCompactor
-from ._extractive import ExtractiveSummarizer
-from ._factsheet import Carried, carry_forward
-from ._fixed_costs import FixedCostCache
-from ._leases import tx_commit_releasing
+from ._background._background import BackgroundCompactor
+from ._background._leases import tx_commit_releasing
 from ._marker import SUMMARY_START
-from ._masking import MaskReport, RowMasking
 from ._message import as_item
 from ._observers import CompactionObserver
 from ._partition import Partition, Unit, build_units, fit
@@ -55,11 +51,15 @@ from ._persist import (
     own_start,
 )
 from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
-from ._preflight import PreflightDecision
-from ._prompts import resolve_strategy
-from ._provider_marker import Binding, readable_state, tx_binding
+from ._preflight._fixed_costs import FixedCostCache
+from ._preflight._masking import MaskReport, RowMasking
+from ._preflight._preflight import PreflightDecision
 from ._rebind import Rebind
-from ._summarizer import Summarizer, SummaryRequest, SummaryResult
+from ._summarizers._extractive import ExtractiveSummarizer
+from ._summarizers._factsheet import Carried, carry_forward
+from ._summarizers._prompts import resolve_strategy
+from ._summarizers._provider_marker import Binding, readable_state, tx_binding
+from ._summarizers._summarizer import Summarizer, SummaryRequest, SummaryResult
 from ._truncate import truncate_tool_output
 
 _CAS_ATTEMPTS: Final = 3

@@ -16,8 +16,8 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from .._errors import CompactionError, CompactionErrorReason
+from .._frozen import record
 from .._items import answered_call, calls_in, role_of, text_of
-from .._record import record
 from .._rows import StoredRow
 from .._schema import KIND_SUMMARY
 from .._tokens import TokenEstimator

@@ -20,12 +20,10 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .._archive_codec import ArchiveBody, archive_of, encode_archive, encode_line, encode_string
-from .._archive_sealing import archive_columns
 from .._errors import StoreError
 from .._events import Event
+from .._history._time_travel import shares_parent_rows
 from .._items import encode_payload
-from .._payload_sealing import SessionKeys
 from .._ranges import spans
 from .._rows import StoredRow, visible_rows
 from .._schema import (
@@ -41,7 +39,16 @@ from .._schema import (
     sessions,
 )
 from .._schema import messages as messages_table
-from .._session_sql import (
+from .._security._archive_codec import (
+    ArchiveBody,
+    archive_of,
+    encode_archive,
+    encode_line,
+    encode_string,
+)
+from .._security._archive_sealing import archive_columns
+from .._security._payload_sealing import SessionKeys
+from .._storage._session_sql import (
     AnyRow,
     carried_copy,
     lock_session,
@@ -49,7 +56,6 @@ from .._session_sql import (
     rows_after,
     write_rows,
 )
-from .._time_travel import shares_parent_rows
 from .._tokens import TokenEstimator
 from ._marker import summary_marker
 

@@ -24,14 +24,14 @@ from .._schema import KIND_SUMMARY
 from .._store import SessionStore
 from .._tokens import TokenEstimator
 from . import _result_events as result_events
-from ._extractive import ExtractiveSummarizer
 from ._marker import summary_marker
 from ._persist import CompactionResult, CompactionWrite, encode_replaced, own_start
 from ._persist import tx_commit_compaction as commit
 from ._policy import CompactionPolicy, TriggerDecision
-from ._prompts import resolve_strategy
-from ._provider_marker import Binding, ReadableState, readable_state, tx_binding
-from ._summarizer import SummaryRequest
+from ._summarizers._extractive import ExtractiveSummarizer
+from ._summarizers._prompts import resolve_strategy
+from ._summarizers._provider_marker import Binding, ReadableState, readable_state, tx_binding
+from ._summarizers._summarizer import SummaryRequest
 
 __all__ = ["REBIND_TRIGGER", "Rebind", "Rebuilt"]
 

@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import RetentionAction, RetentionPolicy, SessionStore, run_retention, set_policy
-from sessionstore._crypto import Keyring, LocalKey
-from sessionstore._database import open_database, resolve_url
 from sessionstore._errors import SealedDataError
-from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
-from sessionstore._migrations import head_revision
+from sessionstore._jobs._key_rotation import check_retirable, key_usage, rotate_keys
 from sessionstore._schema import archives, compactions, events, sessions
+from sessionstore._security._crypto import Keyring, LocalKey
+from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._migrations import head_revision
 from sessionstore.archive import read_archives
 from tests.support.archives import compacted, raw_archive, update_archive
 from tests.support.database import migrate_to

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._errors import KeyInUseError, SessionStoreError
-from sessionstore._key_rotation import check_retirable, key_usage, rotate_keys
+from sessionstore._jobs._key_rotation import check_retirable, key_usage, rotate_keys
+from sessionstore._security._crypto import Keyring, LocalKey
 from sessionstore.archive._reader import read_archives
 from tests.support.archives import compacted, raw_archive, update_archive
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring
+from sessionstore._security._crypto import Keyring
 from sessionstore.compaction import CompactionConfig, CompactionManager
 from tests.support.cli import NO_KEYS, assert_refused, db_state, run
 

@@ -14,7 +14,7 @@ from typer.testing import Result
 
 from sessionstore import CallUsage, SessionStore
 from sessionstore._events import Event
-from sessionstore._retention import RetentionAction, RetentionPolicy, set_policy
+from sessionstore._jobs._retention import RetentionAction, RetentionPolicy, set_policy
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.cli import SECRET, assert_refused, run, run_process
 from tests.support.histories import coding_session

@@ -23,8 +23,8 @@ import typer
 from agents import SQLiteSession
 
 from sessionstore import CallUsage, SessionStore
-from sessionstore._crypto import Keyring, LocalKey
-from sessionstore._retention import RetentionAction, RetentionPolicy, set_policy
+from sessionstore._jobs._retention import RetentionAction, RetentionPolicy, set_policy
+from sessionstore._security._crypto import Keyring, LocalKey
 from sessionstore.cli import app
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.cli import run_process

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from sessionstore import SessionStore, UnsupportedURLError
-from sessionstore._pg_url import (
+from sessionstore._storage._postgres._url import (
     asyncpg_dsn,
     asyncpg_hosts,
     pooler_mode,

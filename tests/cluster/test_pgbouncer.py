@@ -25,8 +25,8 @@ from sessionstore import (
     SessionStore,
     StoreError,
 )
-from sessionstore._key_rotation import key_usage, rotate_keys
-from sessionstore._retention import (
+from sessionstore._jobs._key_rotation import key_usage, rotate_keys
+from sessionstore._jobs._retention import (
     RetentionAction,
     RetentionPolicy,
     run_retention,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 from tests.support.openai_server import OpenAIServer
 from tests.support.scenarios import login_rate_limit_session
 from tests.support.summarizers import S, SummarizerMaker

@@ -19,7 +19,7 @@ from sessionstore.compaction import (
     CompactionManager,
     CompactionPolicy,
 )
-from sessionstore.compaction._leases import tx_take_lease
+from sessionstore.compaction._background._leases import tx_take_lease
 from sessionstore.exporters._bus import EventBus
 from sessionstore.exporters._callback import CallbackExporter
 from tests.support.background import (

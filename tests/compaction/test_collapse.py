@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore.compaction._collapse import collapse_lines, number_ranges
+from sessionstore.compaction._summarizers._collapse import collapse_lines, number_ranges
 
 
 def test_consecutive_numbers_become_ranges() -> None:

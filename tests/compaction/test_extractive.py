@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore._tokens import HeuristicEstimator, estimator_for_model
-from sessionstore.compaction._extractive import NO_CONTEXT, ExtractiveSummarizer
-from sessionstore.compaction._prompts import BUILTIN_STRATEGIES
-from sessionstore.compaction._summarizer import Summarizer, SummaryRequest
+from sessionstore.compaction._summarizers._extractive import NO_CONTEXT, ExtractiveSummarizer
+from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES
+from sessionstore.compaction._summarizers._summarizer import Summarizer, SummaryRequest
 from tests.support.histories import message, user
 
 GOLDEN = Path(__file__).parent / "golden"

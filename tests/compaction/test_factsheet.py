@@ -14,10 +14,10 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._items import text_of
-from sessionstore.compaction._factsheet import carry_forward, is_kept, standing_facts
 from sessionstore.compaction._manager import CompactionConfig, CompactionManager
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
 from sessionstore.compaction._policy import CompactionPolicy
+from sessionstore.compaction._summarizers._factsheet import carry_forward, is_kept, standing_facts
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 from tests.support.histories import turns
 from tests.support.openai_server import OpenAIServer, ok
 

@@ -16,9 +16,9 @@ from sessionstore import SessionStore
 from sessionstore._errors import CompactionError, CompactionErrorReason
 from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore.compaction._manager import CompactionConfig, CompactionManager
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
 from sessionstore.compaction._policy import CompactionPolicy
-from sessionstore.compaction._prompts import BUILTIN_STRATEGIES
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
+from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES
 from tests.support.histories import coding_session, turns
 from tests.support.openai_server import (
     OpenAIServer,

@@ -13,16 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import Redactor, SessionStore
-from sessionstore._archive_codec import decode_archive
 from sessionstore._errors import CompactionError, CompactionErrorReason, InvalidItemError
 from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore._schema import archives
-from sessionstore.compaction._extractive import ExtractiveSummarizer
+from sessionstore._security._archive_codec import decode_archive
 from sessionstore.compaction._manager import CompactionConfig, CompactionManager
 from sessionstore.compaction._message import Message
-from sessionstore.compaction._normalize import normalize
 from sessionstore.compaction._policy import CompactionPolicy
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._preflight._hygiene import normalize
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 from tests.support.histories import assistant, call, coding_session, output, turns, user
 from tests.support.stored_events import events_of
 

@@ -23,7 +23,11 @@ from sessionstore.compaction import (
     MaskScan,
     normalize,
 )
-from sessionstore.compaction._masking import ToolOutput, placeholder_text, read_back_command
+from sessionstore.compaction._preflight._masking import (
+    ToolOutput,
+    placeholder_text,
+    read_back_command,
+)
 from tests.support.histories import Item, chat_call, chat_out, user
 from tests.support.masking import (
     PLACEHOLDER_START,

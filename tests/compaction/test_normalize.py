@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore._items import answered_call, calls_in
-from sessionstore.compaction._normalize import (
+from sessionstore.compaction._preflight._hygiene import (
     ABORTED_OUTPUT,
     HygieneScan,
     NormalizeReport,

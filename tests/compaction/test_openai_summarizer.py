@@ -19,9 +19,13 @@ from sessionstore._errors import (
     SummaryToolCallError,
     SummaryTooLongError,
 )
-from sessionstore.compaction._openai_summarizer import PLACEHOLDER_API_KEY, OpenAISummarizer
-from sessionstore.compaction._prompts import build_messages, build_prompt, resolve_strategy
-from sessionstore.compaction._summarizer import Summarizer, SummaryRequest
+from sessionstore.compaction._summarizers._openai import PLACEHOLDER_API_KEY, OpenAISummarizer
+from sessionstore.compaction._summarizers._prompts import (
+    build_messages,
+    build_prompt,
+    resolve_strategy,
+)
+from sessionstore.compaction._summarizers._summarizer import Summarizer, SummaryRequest
 from tests.support.openai_server import (
     Behaviour,
     OpenAIServer,

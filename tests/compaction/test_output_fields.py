@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction._output_fields import OutputField, fields_of, key_words
+from sessionstore.compaction._summarizers._output_fields import OutputField, fields_of, key_words
 
 
 def pairs(fields: list[OutputField]) -> dict[str, str]:

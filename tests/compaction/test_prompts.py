@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.compaction._prompts import (
+from sessionstore.compaction._summarizers._prompts import (
     BUILTIN_STRATEGIES,
     Strategy,
     build_messages,
@@ -16,7 +16,7 @@ from sessionstore.compaction._prompts import (
     render_transcript,
     resolve_strategy,
 )
-from sessionstore.compaction._summarizer import SummaryRequest
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest
 
 NAMES = ("task_state", "brief", "decision_log", "code_delta", "step_ledger", "requirements_ledger")
 

@@ -7,7 +7,7 @@ import openai
 import pytest
 from agents.exceptions import ModelBehaviorError
 
-from sessionstore.compaction._provider_errors import is_context_length_error
+from sessionstore.compaction._summarizers._provider_errors import is_context_length_error
 
 
 def _status_error(status: int, body: dict[str, object]) -> openai.APIStatusError:

@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import SessionStore
-from sessionstore._crypto import Keyring, LocalKey
 from sessionstore._items import text_of
 from sessionstore._schema import messages
+from sessionstore._security._crypto import Keyring, LocalKey
 from sessionstore.archive import FilesystemSink, read_archives
 from sessionstore.compaction import CompactionManager
-from sessionstore.compaction._extractive import ExtractiveSummarizer
-from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+from sessionstore.compaction._summarizers._provider import ProviderSummarizer
 from tests.support.background import fill_between, prepare
 from tests.support.histories import turns
 from tests.support.invariants import assert_session_invariants

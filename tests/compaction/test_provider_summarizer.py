@@ -13,9 +13,9 @@ from sessionstore._errors import (
     SummarizerInputTooLargeError,
     SummarizerUnavailableError,
 )
-from sessionstore.compaction._prompts import resolve_strategy
-from sessionstore.compaction._provider_summarizer import ProviderSummarizer
-from sessionstore.compaction._summarizer import Summarizer, SummaryRequest
+from sessionstore.compaction._summarizers._prompts import resolve_strategy
+from sessionstore.compaction._summarizers._provider import ProviderSummarizer
+from sessionstore.compaction._summarizers._summarizer import Summarizer, SummaryRequest
 from tests.support.openai_server import (
     OpenAIServer,
     context_length_error,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionstore.compaction._sentences import split_sentences
+from sessionstore.compaction._summarizers._sentences import split_sentences
 
 
 @pytest.mark.parametrize(

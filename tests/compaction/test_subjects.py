@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore.compaction._extractive import ExtractiveSummarizer
-from sessionstore.compaction._factsheet import carry_forward
-from sessionstore.compaction._subjects import (
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+from sessionstore.compaction._summarizers._factsheet import carry_forward
+from sessionstore.compaction._summarizers._subjects import (
     Statement,
     claim_of,
     retired_by,
@@ -19,7 +19,7 @@ from sessionstore.compaction._subjects import (
     was_note,
     with_transition,
 )
-from sessionstore.compaction._summarizer import SummaryRequest
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest
 from tests.support.histories import Item, assistant, user
 
 SUMMARIZER = ExtractiveSummarizer()

@@ -17,10 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
-from sessionstore.compaction._prompts import resolve_strategy
-from sessionstore.compaction._provider_summarizer import ProviderSummarizer
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
+from sessionstore.compaction._summarizers._prompts import resolve_strategy
+from sessionstore.compaction._summarizers._provider import ProviderSummarizer
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 from tests.support.openai_server import OpenAIServer, ok, sleep
 
 REQUEST = SummaryRequest(

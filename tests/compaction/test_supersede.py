@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionstore.compaction._supersede import superseding
+from sessionstore.compaction._summarizers._supersede import superseding
 
 GOAL = "Customer wants to refund order 7697 before Friday."
 CONSTRAINT = "Policy reminder: refunds above 500 EUR need manager approval."

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sessionstore.compaction._extractive import ExtractiveSummarizer, current_state
-from sessionstore.compaction._prompts import build_prompt, transcript_entries
-from sessionstore.compaction._summarizer import SummaryRequest
-from sessionstore.compaction._tool_state import ToolFact, tool_facts
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer, current_state
+from sessionstore.compaction._summarizers._prompts import build_prompt, transcript_entries
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest
+from sessionstore.compaction._summarizers._tool_state import ToolFact, tool_facts
 from tests.support import histories
 from tests.support.histories import assistant, output, user
 

@@ -9,8 +9,8 @@ from sessionstore import SessionStore
 from sessionstore._tokens import TokenEstimator
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.compaction._background_policy import BackgroundPolicy
-from sessionstore.compaction._extractive import ExtractiveSummarizer
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 from tests.support.histories import turns
 
 

@@ -15,7 +15,7 @@ import os
 import sys
 
 from sessionstore import SessionStore
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 from tests.support.background import SlowSummarizer, background_manager
 
 CRASH_EXIT = 3

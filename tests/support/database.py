@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
-from sessionstore._append_only import maintenance
-from sessionstore._database import Database, open_database, resolve_url
-from sessionstore._migrations import downgrade, upgrade
 from sessionstore._schema import archives, events, messages, sessions
+from sessionstore._storage._append_only import maintenance
+from sessionstore._storage._database import Database, open_database, resolve_url
+from sessionstore._storage._migrations import downgrade, upgrade
 
 _T = TypeVar("_T")
 

@@ -15,7 +15,7 @@ from sessionstore.compaction import (
     CompactionManager,
     CompactionPolicy,
 )
-from sessionstore.compaction._provider_summarizer import ProviderSummarizer
+from sessionstore.compaction._summarizers._provider import ProviderSummarizer
 from tests.support.histories import assistant, turns, user
 from tests.support.openai_server import OpenAIServer
 

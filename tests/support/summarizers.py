@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from sessionstore.compaction._openai_summarizer import OpenAISummarizer
+from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 
 S = TypeVar("S", bound=OpenAISummarizer)
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore._model_calls import InputDigest, canonical_json, input_sha256
+from sessionstore._history._model_calls import InputDigest, canonical_json, input_sha256
 from sessionstore._opaque import is_opaque
 from sessionstore.adapters.agents_sdk._input_memo import InputMemo
-from sessionstore.compaction._normalize import HygieneScan
+from sessionstore.compaction._preflight._hygiene import HygieneScan
 from tests.support.tool_histories import histories
 
 # JSON values where == and JSON disagree (1 == 1.0 == True) and text needing care.

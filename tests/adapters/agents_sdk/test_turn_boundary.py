@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore.compaction._summarizer import SummaryRequest, SummaryResult
+from sessionstore.compaction._summarizers._summarizer import SummaryRequest, SummaryResult
 from tests.support.background import SlowSummarizer, background_manager
 from tests.support.histories import turns
 

@@ -1,0 +1,1 @@
+"""What only the PostgreSQL backend needs: URL and pooler handling, and Citus."""
