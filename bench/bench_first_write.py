@@ -86,8 +86,9 @@ async def first_write(kind: str, path: Path) -> float:
 
 async def schema_creation(path: Path, *, chain: bool) -> float:
     """Seconds to bring the new file `path` to head: the migration chain, or the head schema."""
-    from sessionstore._storage._database import open_database, resolve_url
+    from sessionstore._storage._database import open_database
     from sessionstore._storage._migrations import ensure_schema, upgrade_through_chain
+    from sessionstore._storage._urls import resolve_url
 
     database = open_database(resolve_url(f"sqlite:///{path}"))
     try:

@@ -14,7 +14,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from sessionstore._schema import metadata
-from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._database import open_database
+from sessionstore._storage._urls import resolve_url
 
 # Serializes concurrent migrators on PostgreSQL (any constant works; this one spells "sstore").
 _PG_MIGRATION_LOCK = 0x7373746F7265

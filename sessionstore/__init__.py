@@ -63,11 +63,10 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
-    from ._arguments import check_session_id, item_list
+    from ._arguments import check_agent_name, check_session_id, item_list
     from ._builders import build_event_bus, build_manager, build_store, manager_from_file
     from ._config import SessionStoreConfig, load_config
     from ._events import Event
-    from ._history._agents import check_agent_name
     from ._history._branches import Fork
     from ._history._model_calls import CallUsage, ModelCall
     from ._history._prices import Price
@@ -96,7 +95,7 @@ if TYPE_CHECKING:
     from .adapters.agents_sdk import SQLSession
 
 _LAZY: dict[str, str] = {
-    "check_agent_name": "._history._agents",
+    "check_agent_name": "._arguments",
     "check_session_id": "._arguments",
     "item_list": "._arguments",
     "Fork": "._history._branches",

@@ -7,11 +7,14 @@ and the type or range it needs, never the value (it may be a secret).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ._errors import InvalidSessionIdError
 from ._items import is_utf8
+
+MAX_AGENT_NAME: Final = 256  # characters; SDK agent names are short labels
 
 
 def check_session_id(session_id: object) -> None:
@@ -78,3 +81,33 @@ def item_list(items: object) -> Sequence[Mapping[str, Any]]:
     if not isinstance(items, Iterable):
         raise TypeError(f"items must be a list of items, got a {type(items).__name__}")
     return list(items)
+
+
+def check_agent_name(agent: object) -> str | None:
+    """An agent name as stored in `messages.agent`: a str of 1 to 256 characters, not
+    blank, with no control characters (they would garble every listing that shows it);
+    None (no agent) passes."""
+    if agent is None:
+        return None
+    if not isinstance(agent, str):
+        raise TypeError(
+            "agent must be a str or None (the name of the agent that produced the items), "
+            f"got a {type(agent).__name__}"
+        )
+    if not agent.strip():
+        raise ValueError("agent must name an agent: it is empty or only whitespace")
+    if len(agent) > MAX_AGENT_NAME:
+        raise ValueError(
+            f"agent is {len(agent)} characters long; an agent name holds at most {MAX_AGENT_NAME}"
+        )
+    if not is_utf8(agent):
+        raise ValueError(
+            "agent contains a lone surrogate (half of a UTF-16 pair), which cannot be stored "
+            "as UTF-8 text; fix the name"
+        )
+    if any(unicodedata.category(char) == "Cc" for char in agent):
+        raise ValueError(
+            "agent contains a control character (a newline, tab, NUL ...); agent names are "
+            "one-line labels: remove it"
+        )
+    return agent

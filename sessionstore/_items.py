@@ -7,6 +7,7 @@ be queried with plain SQL without parsing JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -14,6 +15,13 @@ from typing import Any, Final
 from ._errors import InvalidItemError, UnserializableItemError
 from ._frozen import record
 from ._opaque import OPAQUE_TYPES, describe_opaque
+
+# Work on a text longer than this is done a slice at a time. One C call over a whole 50 MB
+# tool output (a JSON encode, a UTF-8 encode, a join) holds the GIL for 50-250 ms, and the
+# event loop's thread waits that long even when the call runs on another thread; between
+# slices the GIL can pass to it (issue #34).
+SLICE_CHARS: Final = 1 << 20
+_CANONICAL: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 @record
@@ -434,3 +442,45 @@ def text_of(item: Mapping[str, Any]) -> str:
             if isinstance(function, Mapping):
                 text += f"\n{function.get('name')}({function.get('arguments', '')})"
     return text.strip()
+
+
+def input_sha256(items: Sequence[Mapping[str, Any]]) -> str:
+    """A SHA-256 of the input exactly as sent (canonical JSON: sorted keys, compact)."""
+    return hashlib.sha256(
+        _CANONICAL.encode(list(items)).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+
+
+class InputDigest:
+    """`input_sha256` of a list that grows: SHA-256 streams, so the canonical JSON of the
+    items seen so far is hashed once and each call adds only its new items."""
+
+    __slots__ = ("_sha", "count")
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256(b"[")
+        self.count = 0  # items hashed
+
+    def copy(self) -> InputDigest:
+        """An independent digest of the same items, to extend without changing this one."""
+        twin = InputDigest()
+        twin._sha, twin.count = self._sha.copy(), self.count
+        return twin
+
+    def add(self, text: str) -> None:
+        """Append one item given as its canonical JSON (`canonical_json`)."""
+        if self.count:
+            self._sha.update(b",")
+        self._sha.update(text.encode("utf-8", "surrogatepass"))
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        """What `input_sha256` gives for the items added so far."""
+        done = self._sha.copy()
+        done.update(b"]")
+        return done.hexdigest()
+
+
+def canonical_json(item: Mapping[str, Any]) -> str:
+    """One item as `input_sha256` encodes it."""
+    return _CANONICAL.encode(item)

@@ -16,9 +16,8 @@ from typing import Any, Final, TypeVar
 
 from ._errors import CorruptRowError
 from ._frozen import record
-from ._items import ItemInfo
+from ._items import SLICE_CHARS, ItemInfo
 from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
-from ._security._archive_codec import SLICE_CHARS
 
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 _T = TypeVar("_T")

@@ -25,6 +25,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ._arguments import (
+    check_agent_name,
     check_count,
     check_flag,
     check_non_negative,
@@ -34,13 +35,12 @@ from ._arguments import (
 )
 from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
 from ._events import Event
-from ._history._agents import check_agent_name, items_of, tx_agent_history
+from ._history._agents import items_of, tx_agent_history
 from ._history._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
 from ._history._model_calls import (
     USAGE_GROUPS,
     CallUsage,
     ModelCall,
-    input_sha256,
     tx_attach_usage,
     tx_calls,
     tx_usage,
@@ -74,6 +74,7 @@ from ._items import (
     check_typed_columns,
     describe,
     encode_payload,
+    input_sha256,
     is_tool_output,
     rough_chars,
 )
@@ -105,11 +106,12 @@ from ._security._redaction import Redactor, redaction_disabled_event
 from ._storage._append_only import maintenance
 from ._storage._append_rows import APPEND_UPSERT
 from ._storage._call_record import CallRecord
-from ._storage._database import DEFAULT_TIMEOUT_S, open_database, resolve_url
+from ._storage._database import open_database
 from ._storage._known_totals import keeps_totals
 from ._storage._loops import LoopSafeLock
 from ._storage._migrations import ensure_schema
 from ._storage._off_loop import BIG_READ, off_loop
+from ._storage._outcomes import DEFAULT_TIMEOUT_S
 from ._storage._session_sql import (
     ROW_COLUMNS,
     SESSION_ROW,
@@ -120,6 +122,7 @@ from ._storage._session_sql import (
     stored_rows,
     write_rows,
 )
+from ._storage._urls import resolve_url
 from ._tokens import TokenEstimator, estimator_for_model
 
 _T = TypeVar("_T")

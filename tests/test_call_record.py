@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import Event, SessionStore
-from sessionstore._storage._database import SQLiteDatabase
+from sessionstore._storage._sqlite._database import SQLiteDatabase
 from tests.support.cli import SECRET
 from tests.support.histories import assistant, user
 

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, make_url
 
 from sessionstore import SessionStore
 from sessionstore._storage._append_rows import PG_ACTIVE_SQL
-from sessionstore._storage._database import PostgresDatabase, open_database, resolve_url
+from sessionstore._storage._database import open_database
 from sessionstore._storage._migrations import current_revision, distribute_tables, head_revision
 from sessionstore._storage._postgres._citus import (
     APPEND_SIGNATURE,
@@ -31,6 +31,8 @@ from sessionstore._storage._postgres._citus import (
     RANGE_SQL,
     REFERENCE,
 )
+from sessionstore._storage._postgres._database import PostgresDatabase
+from sessionstore._storage._urls import resolve_url
 from tests.conftest import CITUS_URL
 from tests.support.citus import create_citus_database, drop_citus_database, enable_citus
 from tests.support.cli import run

@@ -11,7 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore, UnsupportedURLError
-from sessionstore._storage._database import DEFAULT_URL, URL_ENV, SQLiteDatabase, resolve_url
+from sessionstore._storage._sqlite._database import SQLiteDatabase
+from sessionstore._storage._urls import DEFAULT_URL, URL_ENV, resolve_url
 from tests.support.database import write_lock_held
 
 

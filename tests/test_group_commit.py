@@ -23,7 +23,7 @@ from sessionstore import SessionStore
 from sessionstore._errors import StoreError
 from sessionstore._items import describe
 from sessionstore._rows import Batch
-from sessionstore._storage._database import SQLiteDatabase
+from sessionstore._storage._sqlite._database import SQLiteDatabase
 
 WRITERS = 64
 APPENDS = 8

@@ -19,8 +19,9 @@ from sessionstore import (
     SchemaOutdatedError,
     SessionStore,
 )
-from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._database import open_database
 from sessionstore._storage._migrations import current_revision, downgrade
+from sessionstore._storage._urls import resolve_url
 from tests.support.database import scalar
 
 

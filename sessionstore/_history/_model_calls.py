@@ -8,9 +8,7 @@ pre-flight hook installed) is recorded with the usage alone.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -19,17 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._schema import model_calls
+from .._storage._call_record import NEXT_CALL
 from .._storage._known_totals import keeps_totals
 
 _c: Final = model_calls.c
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
-# The session's next call number (constants inline: `sid` is its only parameter).
-_ZERO, _ONE = sa.literal_column("0", sa.Integer), sa.literal_column("1", sa.Integer)
-NEXT_CALL: Final = sa.select(sa.func.coalesce(sa.func.max(_c.call), _ZERO) + _ONE).where(
-    _c.session_id == _sid
-)
 _CALLS: Final = sa.select(model_calls).where(_c.session_id == _sid).order_by(_c.call)
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,46 +54,6 @@ class ModelCall:
     output_tokens: int | None
     reasoning_tokens: int | None
     cost_usd: float | None
-
-
-def input_sha256(items: Sequence[Mapping[str, Any]]) -> str:
-    """A SHA-256 of the input exactly as sent (canonical JSON: sorted keys, compact)."""
-    return hashlib.sha256(_ENCODER.encode(list(items)).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class InputDigest:
-    """`input_sha256` of a list that grows: SHA-256 streams, so the canonical JSON of the
-    items seen so far is hashed once and each call adds only its new items."""
-
-    __slots__ = ("_sha", "count")
-
-    def __init__(self) -> None:
-        self._sha = hashlib.sha256(b"[")
-        self.count = 0  # items hashed
-
-    def copy(self) -> InputDigest:
-        """An independent digest of the same items, to extend without changing this one."""
-        twin = InputDigest()
-        twin._sha, twin.count = self._sha.copy(), self.count
-        return twin
-
-    def add(self, text: str) -> None:
-        """Append one item given as its canonical JSON (`canonical_json`)."""
-        if self.count:
-            self._sha.update(b",")
-        self._sha.update(text.encode("utf-8", "surrogatepass"))
-        self.count += 1
-
-    def hexdigest(self) -> str:
-        """What `input_sha256` gives for the items added so far."""
-        done = self._sha.copy()
-        done.update(b"]")
-        return done.hexdigest()
-
-
-def canonical_json(item: Mapping[str, Any]) -> str:
-    """One item as `input_sha256` encodes it."""
-    return _ENCODER.encode(item)
 
 
 def usage_values(usage: CallUsage, cost: float | None) -> dict[str, Any]:

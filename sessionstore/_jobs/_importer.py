@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from .._errors import ImportSourceError, InvalidItemError, UnsupportedURLError
 from .._items import check_typed_columns, describe, encode_payload
 from .._schema import KIND_ITEM
-from .._storage._database import is_memory_sqlite, resolve_url
+from .._storage._urls import is_memory_sqlite, resolve_url
 from .._store import SessionStore
 
 DEFAULT_SESSIONS_TABLE: Final = "agent_sessions"

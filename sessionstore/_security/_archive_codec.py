@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any, Final
 
+from .._items import SLICE_CHARS
+
 PLAIN_FORMAT: Final = 0
 COMPRESSION: Final = "zlib"
 # One encoder for every line: json.dumps with options builds a new encoder per call, which
@@ -32,13 +34,6 @@ class ArchiveBody:
     item_count: int
     from_seq: int
     to_seq: int
-
-
-# Work on a text longer than this is done a slice at a time. One C call over a whole 50 MB
-# tool output (a JSON encode, a UTF-8 encode, a join) holds the GIL for 50-250 ms, and the
-# event loop's thread waits that long even when the call runs on another thread; between
-# slices the GIL can pass to it (issue #34).
-SLICE_CHARS: Final = 1 << 20
 
 
 def encode_large(value: Any) -> str:

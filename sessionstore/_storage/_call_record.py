@@ -20,7 +20,6 @@ from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import Dialect
 
 from .._errors import StoreError
-from .._history._model_calls import NEXT_CALL
 from .._schema import events, model_calls, sessions
 from ._append_rows import sqlite_sql
 
@@ -28,6 +27,12 @@ from ._append_rows import sqlite_sql
 # event rows (`Event.row()`) to store with the call, or None to record nothing (it compacts).
 Decide = Callable[[int], Sequence[dict[str, Any]] | None]
 _ATTEMPTS: Final = 1000  # each failed attempt means another writer moved the session
+
+# The session's next call number (constants inline: `sid` is its only parameter).
+_ZERO, _ONE = sa.literal_column("0", sa.Integer), sa.literal_column("1", sa.Integer)
+NEXT_CALL: Final = sa.select(sa.func.coalesce(sa.func.max(model_calls.c.call), _ZERO) + _ONE).where(
+    model_calls.c.session_id == sa.bindparam("sid", type_=sa.Text)
+)
 
 
 @dataclass(frozen=True, slots=True)

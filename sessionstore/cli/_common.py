@@ -37,7 +37,7 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
-from .._storage._database import resolve_url
+from .._storage._urls import resolve_url
 from .._store import SessionStore
 from .._utc import as_utc
 

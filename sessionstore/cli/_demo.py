@@ -18,7 +18,7 @@ from rich.table import Table
 
 from .._commands import cli_command
 from .._errors import KeyringError
-from .._storage._database import resolve_url
+from .._storage._urls import resolve_url
 from ._common import console, err_console, shown_url
 from ._exit_codes import EXIT_FAILED
 from ._text import shown

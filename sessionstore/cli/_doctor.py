@@ -18,8 +18,9 @@ from .._config import SessionStoreConfig, TelemetrySettings, load_config
 from .._errors import ConfigError, DatabaseNotFoundError, SessionStoreError
 from .._jobs._key_rotation import key_usage, plain_archives
 from .._jobs._sdk_first_access import SdkTablesStatus, sdk_tables_status
-from .._storage._database import open_database, resolve_url
+from .._storage._database import open_database
 from .._storage._migrations import current_revision, head_revision, known_revisions
+from .._storage._urls import resolve_url
 from .._store import SessionStore
 from .._tokens import estimator_for_model
 from ._common import ConfigOption, UrlOption, console, emit_json, load_settings

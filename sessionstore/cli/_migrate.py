@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .._errors import SchemaTooNewError
-from .._storage._database import open_database, resolve_url
+from .._storage._database import open_database
 from .._storage._migrations import (
     QUERY_ROLE_NAME,
     create_query_role,
@@ -18,6 +18,7 @@ from .._storage._migrations import (
     known_revisions,
     upgrade,
 )
+from .._storage._urls import resolve_url
 from ._common import ConfigOption, UrlOption, console, shown_url, target_url
 from ._text import shown
 

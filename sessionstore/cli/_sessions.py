@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
-from .._history._agents import check_agent_name
+from .._arguments import check_agent_name
 from .._history._branches import Fork, has_branches_error
 from .._history._time_travel import Rewind
 from .._items import text_of

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final, Literal
 
-from .._arguments import check_session_id, item_list
+from .._arguments import check_agent_name, check_session_id, item_list
 from .._errors import (
     CompactionError,
     CompactionErrorReason,
@@ -26,7 +26,6 @@ from .._errors import (
     SummaryTooLongError,
 )
 from .._events import Event
-from .._history._agents import check_agent_name
 from .._items import check_item_size, rough_chars, text_of
 from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows

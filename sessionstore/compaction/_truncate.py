@@ -14,8 +14,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._items import answered_call, role_of
-from .._security._archive_codec import SLICE_CHARS
+from .._items import SLICE_CHARS, answered_call, role_of
 from .._tokens import HeuristicEstimator, TokenEstimator
 
 __all__ = [

@@ -12,7 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._database import open_database
+from sessionstore._storage._urls import resolve_url
 from tests.support.cli import (
     assert_refused,
     db_state,

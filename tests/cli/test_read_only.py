@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore._storage._database import open_database, resolve_url
+from sessionstore._storage._database import open_database
 from sessionstore._storage._migrations import current_revision, downgrade
+from sessionstore._storage._urls import resolve_url
 from tests.support.cli import assert_refused, run, seed_work_session
 
 READS = [

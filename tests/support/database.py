@@ -16,8 +16,9 @@ from sqlalchemy.engine import Connection
 from sessionstore import SessionStore
 from sessionstore._schema import archives, events, messages, sessions
 from sessionstore._storage._append_only import maintenance
-from sessionstore._storage._database import Database, open_database, resolve_url
+from sessionstore._storage._database import Database, open_database
 from sessionstore._storage._migrations import downgrade, upgrade
+from sessionstore._storage._urls import resolve_url
 
 _T = TypeVar("_T")
 

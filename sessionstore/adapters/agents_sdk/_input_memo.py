@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..._history._model_calls import InputDigest, canonical_json
+from ..._items import InputDigest, canonical_json
 from ...compaction import HygieneScan, Masker, MaskScan, is_opaque
 
 

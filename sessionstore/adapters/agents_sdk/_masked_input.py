@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..._history._model_calls import InputDigest
+from ..._items import InputDigest
 from ...compaction import Masker, MaskReport, ToolOutput, output_seqs
 from ._input_memo import InputMemo, MemoSlot
 

@@ -17,7 +17,7 @@ from agents.tracing import get_current_span
 from agents.tracing.span_data import AgentSpanData
 
 from ... import check_agent_name
-from ..._history._agents import MAX_AGENT_NAME
+from ..._arguments import MAX_AGENT_NAME
 
 
 def producing_agent() -> str | None:

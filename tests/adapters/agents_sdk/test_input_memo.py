@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionstore._history._model_calls import InputDigest, canonical_json, input_sha256
+from sessionstore._items import InputDigest, canonical_json, input_sha256
 from sessionstore._opaque import is_opaque
 from sessionstore.adapters.agents_sdk._input_memo import InputMemo
 from sessionstore.compaction._preflight._hygiene import HygieneScan

@@ -13,7 +13,7 @@ from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from sessionstore import SessionStore, SQLSession
-from sessionstore._history._model_calls import input_sha256
+from sessionstore._items import input_sha256
 from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.histories import words

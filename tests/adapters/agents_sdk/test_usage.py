@@ -15,7 +15,7 @@ from agents.usage import Usage
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from sessionstore import HistoryPoint, Price, SessionStore, SQLSession
-from sessionstore._history._model_calls import canonical_json, input_sha256
+from sessionstore._items import canonical_json, input_sha256
 from sessionstore.adapters.agents_sdk import _input_memo as input_memo
 from sessionstore.adapters.agents_sdk import input_filter
 from sessionstore.compaction import CompactionConfig, CompactionManager

@@ -1,0 +1,62 @@
+"""Which database a URL names: the argument, then $SESSIONSTORE_URL, then ./sessionstore.db.
+
+Every entry point (the store, the CLI, the importer, the migrations) resolves a URL here, so
+each one refuses the same typos with the same message.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from .._errors import (
+    UnsupportedURLError,
+)
+
+DEFAULT_URL: Final = "sqlite:///sessionstore.db"
+URL_ENV: Final = "SESSIONSTORE_URL"
+_SQLITE_DRIVERS: Final = {"sqlite", "sqlite+aiosqlite", "sqlite+pysqlite"}
+_POSTGRES_DRIVERS: Final = {
+    "postgres",
+    "postgresql",
+    "postgresql+asyncpg",
+    "postgresql+psycopg",
+    "postgresql+psycopg2",
+}
+_SUPPORTED: Final = (
+    "sqlite:///path/to/file.db (embedded default) or postgresql+asyncpg://user@host:5432/dbname"
+)
+
+
+def resolve_url(url: str | URL | None = None) -> URL:
+    """Pick the URL (argument, then $SESSIONSTORE_URL, then ./sessionstore.db), normalized."""
+    raw = url if url is not None else os.environ.get(URL_ENV) or DEFAULT_URL
+    try:
+        parsed = make_url(raw)
+    except ArgumentError:
+        raise UnsupportedURLError(  # the text is not quoted: it may hold a password
+            f"could not parse the database URL; expected {_SUPPORTED}"
+        ) from None
+    driver = parsed.drivername
+    if driver in _SQLITE_DRIVERS:
+        if parsed.host or parsed.username or parsed.port:
+            name = parsed.host or "the file"
+            raise UnsupportedURLError(
+                f"a SQLite URL names a file after three slashes: sqlite:///{name} (relative to "
+                f"the working directory) or sqlite:////absolute/path/{name}; this one has "
+                "only two, so the file name was read as a host"
+            )
+        return parsed.set(drivername="sqlite")
+    if driver in _POSTGRES_DRIVERS:
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise UnsupportedURLError(
+        f"unsupported database URL scheme {driver!r}: sessionstore supports {_SUPPORTED}"
+    )
+
+
+def is_memory_sqlite(url: URL) -> bool:
+    """True for an in-memory SQLite database (one shared connection, gone on exit)."""
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
