@@ -41,7 +41,8 @@ from .._rows import Batch
 from .._schema import sessions
 from .._security._payload_sealing import SessionKeys
 from .._storage._session_sql import lock_session
-from .._store import SessionStore, _tx_append_general, _tx_events, _tx_merge_metadata
+from .._store import SessionStore
+from .._store._session_store import _tx_append_general, _tx_events, _tx_merge_metadata
 from ._importer import (
     DEFAULT_MESSAGES_TABLE,
     DEFAULT_SESSIONS_TABLE,

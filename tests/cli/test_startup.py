@@ -20,8 +20,8 @@ try:
     main()
 except SystemExit as exit:
     code = exit.code
-heavy = ("sqlalchemy", "sqlglot", "pydantic", "asyncpg", "aiosqlite", "sessionstore._store",
-         "sessionstore.compaction._manager", "agents")
+heavy = ("sqlalchemy", "sqlglot", "pydantic", "asyncpg", "aiosqlite",
+         "sessionstore._store._session_store", "sessionstore.compaction._manager", "agents")
 print("IMPORTED", *sorted(name for name in heavy if name in sys.modules), file=sys.stderr)
 sys.exit(code)
 """

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ._arguments import (
+from .._arguments import (
     check_agent_name,
     check_count,
     check_flag,
@@ -33,11 +33,11 @@ from ._arguments import (
     check_session_id,
     item_list,
 )
-from ._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
-from ._events import Event
-from ._history._agents import items_of, tx_agent_history
-from ._history._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
-from ._history._model_calls import (
+from .._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
+from .._events import Event
+from .._history._agents import items_of, tx_agent_history
+from .._history._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
+from .._history._model_calls import (
     USAGE_GROUPS,
     CallUsage,
     ModelCall,
@@ -46,9 +46,9 @@ from ._history._model_calls import (
     tx_usage,
     usage_by_turn,
 )
-from ._history._prices import DEFAULT_PRICES, Price, cost_usd, price_of
-from ._history._search import SearchHit, search_words, tx_search
-from ._history._time_travel import (
+from .._history._prices import DEFAULT_PRICES, Price, cost_usd, price_of
+from .._history._search import SearchHit, search_words, tx_search
+from .._history._time_travel import (
     HistoryPoint,
     Rewind,
     Segment,
@@ -58,7 +58,7 @@ from ._history._time_travel import (
     tx_rewind,
     tx_rows_as_of,
 )
-from ._history._turns import (
+from .._history._turns import (
     Turn,
     UserTurn,
     tx_tool_usage,
@@ -66,8 +66,8 @@ from ._history._turns import (
     tx_turns_before_clear,
     tx_user_turns,
 )
-from ._history._verify import ChainReport, tx_checked_active, tx_verify
-from ._items import (
+from .._history._verify import ChainReport, tx_checked_active, tx_verify
+from .._items import (
     ItemInfo,
     call_names_in,
     check_json_object,
@@ -78,7 +78,7 @@ from ._items import (
     is_tool_output,
     rough_chars,
 )
-from ._rows import (
+from .._rows import (
     ITEM_COLUMNS,
     Batch,
     SessionInfo,
@@ -88,7 +88,7 @@ from ._rows import (
     visible_in_order,
     visible_rows,
 )
-from ._schema import (
+from .._schema import (
     KIND_CLEAR,
     KIND_ITEM,
     KIND_TOMBSTONE,
@@ -98,21 +98,21 @@ from ._schema import (
     messages,
     sessions,
 )
-from ._security._archive_codec import encode_archive
-from ._security._archive_sealing import archive_columns
-from ._security._crypto import Keyring
-from ._security._payload_sealing import SessionKeys
-from ._security._redaction import Redactor, redaction_disabled_event
-from ._storage._append_only import maintenance
-from ._storage._append_rows import APPEND_UPSERT
-from ._storage._call_record import CallRecord
-from ._storage._database import open_database
-from ._storage._known_totals import keeps_totals
-from ._storage._loops import LoopSafeLock
-from ._storage._migrations import ensure_schema
-from ._storage._off_loop import BIG_READ, off_loop
-from ._storage._outcomes import DEFAULT_TIMEOUT_S
-from ._storage._session_sql import (
+from .._security._archive_codec import encode_archive
+from .._security._archive_sealing import archive_columns
+from .._security._crypto import Keyring
+from .._security._payload_sealing import SessionKeys
+from .._security._redaction import Redactor, redaction_disabled_event
+from .._storage._append_only import maintenance
+from .._storage._append_rows import APPEND_UPSERT
+from .._storage._call_record import CallRecord
+from .._storage._database import open_database
+from .._storage._known_totals import keeps_totals
+from .._storage._loops import LoopSafeLock
+from .._storage._migrations import ensure_schema
+from .._storage._off_loop import BIG_READ, off_loop
+from .._storage._outcomes import DEFAULT_TIMEOUT_S
+from .._storage._session_sql import (
     ROW_COLUMNS,
     SESSION_ROW,
     AnyRow,
@@ -122,8 +122,8 @@ from ._storage._session_sql import (
     stored_rows,
     write_rows,
 )
-from ._storage._urls import resolve_url
-from ._tokens import TokenEstimator, estimator_for_model
+from .._storage._urls import resolve_url
+from .._tokens import TokenEstimator, estimator_for_model
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
