@@ -42,7 +42,7 @@ from .._schema import sessions
 from .._security._payload_sealing import SessionKeys
 from .._storage._session_sql import lock_session
 from .._store import SessionStore
-from .._store._session_store import _tx_append_general, _tx_events, _tx_merge_metadata
+from .._store._writes import tx_append_general, tx_events, tx_merge_metadata
 from ._importer import (
     DEFAULT_MESSAGES_TABLE,
     DEFAULT_SESSIONS_TABLE,
@@ -120,11 +120,11 @@ def _tx_first_import(
     """Append the whole SDK history as seqs 1..n with its record and event, or nothing."""
     if lock_session(conn, batch.session_id) is not None:
         return False  # imported (or written) by someone else since we looked
-    seqs = _tx_append_general(conn, batch, {}, keys)
+    seqs = tx_append_general(conn, batch, {}, keys)
     if seqs[0] != 1:  # PostgreSQL: another transaction created it meanwhile
         raise _Raced
-    _tx_merge_metadata(conn, batch.session_id, metadata)
-    _tx_events(conn, event_rows)
+    tx_merge_metadata(conn, batch.session_id, metadata)
+    tx_events(conn, event_rows)
     return True
 
 

@@ -14,14 +14,13 @@ Invariants this module enforces (see docs/ARCHITECTURE.md):
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol, TypeVar, overload
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Connection
+from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .._arguments import (
@@ -33,40 +32,14 @@ from .._arguments import (
     check_session_id,
     item_list,
 )
-from .._errors import DuplicateAppendError, HistoryTamperedError, StoreUnavailableError
+from .._errors import DuplicateAppendError, StoreUnavailableError
 from .._events import Event
-from .._history._agents import items_of, tx_agent_history
-from .._history._branches import Fork, fork_event, has_branches_error, tx_branches, tx_fork
-from .._history._model_calls import (
-    USAGE_GROUPS,
-    CallUsage,
-    ModelCall,
-    tx_attach_usage,
-    tx_calls,
-    tx_usage,
-    usage_by_turn,
-)
-from .._history._prices import DEFAULT_PRICES, Price, cost_usd, price_of
-from .._history._search import SearchHit, search_words, tx_search
+from .._history._agents import items_of
+from .._history._prices import DEFAULT_PRICES, Price
 from .._history._time_travel import (
     HistoryPoint,
-    Rewind,
-    Segment,
-    inherited_rows,
-    inherited_segments,
-    rewind_event,
-    tx_rewind,
-    tx_rows_as_of,
 )
-from .._history._turns import (
-    Turn,
-    UserTurn,
-    tx_tool_usage,
-    tx_turns,
-    tx_turns_before_clear,
-    tx_user_turns,
-)
-from .._history._verify import ChainReport, tx_checked_active, tx_verify
+from .._history._verify import tx_checked_active
 from .._items import (
     ItemInfo,
     call_names_in,
@@ -79,127 +52,55 @@ from .._items import (
     rough_chars,
 )
 from .._rows import (
-    ITEM_COLUMNS,
     Batch,
     SessionInfo,
-    StoredRow,
-    decode_payload,
-    decode_payloads,
-    visible_in_order,
     visible_rows,
 )
 from .._schema import (
-    KIND_CLEAR,
-    KIND_ITEM,
-    KIND_TOMBSTONE,
-    VISIBLE_KINDS,
-    archives,
-    events,
-    messages,
     sessions,
 )
-from .._security._archive_codec import encode_archive
-from .._security._archive_sealing import archive_columns
 from .._security._crypto import Keyring
 from .._security._payload_sealing import SessionKeys
 from .._security._redaction import Redactor, redaction_disabled_event
-from .._storage._append_only import maintenance
-from .._storage._append_rows import APPEND_UPSERT
 from .._storage._call_record import CallRecord
 from .._storage._database import open_database
-from .._storage._known_totals import keeps_totals
 from .._storage._loops import LoopSafeLock
 from .._storage._migrations import ensure_schema
-from .._storage._off_loop import BIG_READ, off_loop
+from .._storage._off_loop import BIG_READ
 from .._storage._outcomes import DEFAULT_TIMEOUT_S
 from .._storage._session_sql import (
-    ROW_COLUMNS,
     SESSION_ROW,
-    AnyRow,
-    lock_session,
-    marker_row,
-    seq_range,
-    stored_rows,
-    write_rows,
 )
 from .._storage._urls import resolve_url
 from .._tokens import TokenEstimator, estimator_for_model
+from ._history_reads import SessionHistory
+from ._reads import (
+    CONTEXT_TOKENS,
+    METADATA,
+    decoded_visible,
+    read_active,
+    read_all,
+    read_first,
+    read_tail,
+    session_info_of,
+)
+from ._writes import (
+    append_token,
+    read_call_names,
+    read_token_seq,
+    tx_append_general,
+    tx_clear,
+    tx_delete,
+    tx_events,
+    tx_merge_metadata,
+    tx_pop,
+)
 
 _T = TypeVar("_T")
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 DEFAULT_MODEL: Final = "gpt-4o"
 DEFAULT_MAX_ITEM_BYTES: Final = 64 * 1024 * 1024  # a row, and a transaction, stay bounded
 PUBLISHER_FLUSH_TIMEOUT_S: Final = 2.0  # the Ariadne timeout: a dead collector costs at most this
-
-_sid: Final = sa.bindparam("sid", type_=sa.Text)
-_start = (
-    sa.select(sessions.c.context_start_seq).where(sessions.c.session_id == _sid).scalar_subquery()
-)
-_CONTEXT_COLUMNS: Final = (
-    messages.c.seq,
-    messages.c.kind,
-    messages.c.ref_seq,
-    messages.c.payload,
-    messages.c.payload_sealed,
-)
-_ACTIVE_ASC: Final = (
-    sa.select(*_CONTEXT_COLUMNS)
-    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
-    .order_by(messages.c.seq)
-)
-_CONTEXT_RANGE: Final = seq_range(*_CONTEXT_COLUMNS)
-_RANGE_DESC: Final = (
-    seq_range(*_CONTEXT_COLUMNS, messages.c.tokens)
-    .order_by(None)
-    .order_by(messages.c.seq.desc())
-    .limit(sa.bindparam("window"))
-)
-_ACTIVE_DESC: Final = (
-    sa.select(*_CONTEXT_COLUMNS)
-    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
-    .order_by(messages.c.seq.desc())
-    .limit(sa.bindparam("window"))
-)
-_ACTIVE_ROWS: Final = (
-    sa.select(*ROW_COLUMNS)
-    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
-    .order_by(messages.c.seq)
-)
-_ACTIVE_LAST: Final = (  # the newest `tail` rows of the context, newest first
-    sa.select(*ROW_COLUMNS)
-    .where(messages.c.session_id == _sid, messages.c.seq >= _start)
-    .order_by(messages.c.seq.desc())
-    .limit(sa.bindparam("tail"))
-)
-_HISTORY: Final = (
-    sa.select(*ROW_COLUMNS).where(messages.c.session_id == _sid).order_by(messages.c.seq)
-)
-_CONTEXT_TOKENS: Final = sa.select(sessions.c.context_tokens).where(sessions.c.session_id == _sid)
-_METADATA: Final = sa.select(sessions.c.metadata).where(sessions.c.session_id == _sid)
-_INSERT_MESSAGES: Final = messages.insert()
-_INSERT_EVENTS: Final = events.insert()
-# Columns to set are passed as parameters; updated_at always moves.
-_UPDATE_SESSION: Final = (
-    sessions.update()
-    .where(sessions.c.session_id == _sid)
-    .values(updated_at=sa.func.current_timestamp())
-)
-
-
-# Calls answered by a later batch are recent: look in the active context only (a
-# range of the primary key), which keeps the lookup bounded without another index.
-_KNOWN_CALL_NAMES: Final = sa.select(messages.c.call_id, messages.c.tool_name).where(
-    messages.c.session_id == _sid,
-    messages.c.seq >= _start,
-    messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
-    messages.c.tool_name.is_not(None),
-)
-
-
-_SHARED_CALL_NAMES: Final = seq_range(messages.c.call_id, messages.c.tool_name).where(
-    messages.c.call_id.in_(sa.bindparam("call_ids", expanding=True)),
-    messages.c.tool_name.is_not(None),
-)
 
 
 class Publisher(Protocol):
@@ -214,272 +115,12 @@ class Publisher(Protocol):
         ...
 
 
-def _visible_payloads(
-    conn: Connection, keys: SessionKeys, session_id: str, rows: Sequence[AnyRow]
-) -> list[Any]:
-    """Payloads of the visible rows (unsealed as needed)."""
-    plain = keys.opener(conn, session_id)
-    return [plain(row.seq, row.payload, row.payload_sealed) for row in visible_in_order(rows)]
-
-
-def _read_call_names(conn: Connection, session_id: str, call_ids: list[str]) -> dict[str, str]:
-    rows = conn.execute(_KNOWN_CALL_NAMES, {"sid": session_id, "call_ids": call_ids})
-    known = {call_id: name for call_id, name in rows}
-    if len(known) < len(call_ids):  # a branch's calls may lie in the rows it shares
-        for owner, first, last in inherited_segments(conn, session_id):
-            params = {"sid": owner, "first": first, "last": last, "call_ids": call_ids}
-            for call_id, name in conn.execute(_SHARED_CALL_NAMES, params):
-                known.setdefault(call_id, name)
-    return known
-
-
-@keeps_totals  # the store moves the known total by the batch's tokens once it commits
-def _tx_append_general(
-    conn: Connection,
-    batch: Batch,
-    originals: Mapping[int, Mapping[str, Any]],
-    keys: SessionKeys,
-) -> list[int]:
-    """Append where some items are truncated copies (their originals go to `archives`,
-    the rows point at them) or payloads are sealed; both backends, one transaction."""
-    last = conn.execute(APPEND_UPSERT[conn.dialect.name], batch.upsert_params).scalar_one()
-    first = last - len(batch.payloads) + 1
-    session = lock_session(conn, batch.session_id)  # already locked: the upsert took it
-    assert session is not None
-    archive_ids: dict[int, int] = {}
-    for index, original in originals.items():
-        # Encoding, compressing and sealing a huge original is the heavy part of this
-        # transaction: off the event loop's thread on PostgreSQL (issue #34).
-        columns = off_loop(
-            _truncation_archive, batch.session_id, first + index, original, keys.keyring
-        )
-        archive_ids[index] = conn.execute(
-            archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
-        ).scalar_one()
-    rows = []
-    for offset, values in enumerate(batch.rows(first)):
-        row = dict(zip(ITEM_COLUMNS, values, strict=True))
-        row["archive_id"] = archive_ids.get(offset)
-        rows.append(row)
-    updates = write_rows(conn, keys, dict(session._mapping), rows)
-    conn.execute(_INSERT_MESSAGES, rows)
-    conn.execute(_UPDATE_SESSION, {"sid": batch.session_id, **updates})
-    return list(range(first, last + 1))
-
-
-def _decoded_visible(records: Sequence[Any]) -> list[dict[str, Any]]:
-    """The items of the visible rows among driver records (seq, kind, ref_seq, payload, ...)."""
-    return decode_payloads([record[3] for record in visible_in_order(records)])
-
-
-def _truncation_archive(
-    session_id: str, seq: int, original: Mapping[str, Any], keyring: Keyring | None
-) -> dict[str, Any]:
-    """The `archives` columns of a truncated item's original (stored at `seq`)."""
-    body = encode_archive([{"seq": seq, "kind": KIND_ITEM, "item": original}])
-    return archive_columns(body, session_id=session_id, compaction_id=None, keyring=keyring)
-
-
-def _newest_rows(
-    conn: Connection, segments: Sequence[Segment], limit: int, hidden: set[int]
-) -> list[tuple[str, Any]]:
-    """(owner, row) of the newest `limit` visible rows of `segments` (ranges of a context,
-    oldest first), newest first: each range read backwards in growing windows. `hidden`
-    holds the seqs newer pops hide; it grows with the tombstones met on the way."""
-    picked: list[tuple[str, Any]] = []
-    for owner, first, last in reversed(segments):
-        window, upper = max(limit, 16), last
-        while upper >= first and len(picked) < limit:
-            params = {"sid": owner, "first": first, "last": upper, "window": window}
-            rows = conn.execute(_RANGE_DESC, params).all()
-            for row in rows:
-                if row.kind == KIND_TOMBSTONE:
-                    hidden.add(row.ref_seq)
-                elif row.kind in VISIBLE_KINDS and row.seq not in hidden:
-                    picked.append((owner, row))
-                    if len(picked) == limit:
-                        return picked
-            if len(rows) < window:
-                break
-            upper, window = rows[-1].seq - 1, window * 4
-    return picked
-
-
-def _opened(conn: Connection, keys: SessionKeys, found: Sequence[tuple[str, Any]]) -> list[Any]:
-    """The payloads of (owner, row) pairs, each opened with its owner's key (one key read
-    per owner)."""
-    openers = {owner: keys.opener(conn, owner) for owner in {owner for owner, _ in found}}
-    return [openers[owner](row.seq, row.payload, row.payload_sealed) for owner, row in found]
-
-
-def _tx_pop(conn: Connection, session_id: str, keys: SessionKeys) -> dict[str, Any] | None:
-    session = lock_session(conn, session_id)
-    if session is None:
-        return None
-    own: Segment = (session_id, int(session.context_start_seq), int(session.last_seq))
-    segments = [*inherited_segments(conn, session_id), own]
-    newest = _newest_rows(conn, segments, 1, set())
-    if not newest:
-        return None
-    [(_, target)] = newest
-    seq = session.last_seq + 1
-    row = marker_row(session_id, seq, KIND_TOMBSTONE, target.seq)
-    chained = keys.chains.start(dict(session._mapping), seq).after([row])
-    conn.execute(_INSERT_MESSAGES, row)
-    conn.execute(
-        _UPDATE_SESSION,
-        {
-            **chained,
-            "sid": session_id,
-            "last_seq": seq,
-            "context_items": max(session.context_items - 1, 0),
-            "context_tokens": max(session.context_tokens - target.tokens, 0),
-        },
-    )
-    return decode_payload(_opened(conn, keys, newest)[0])
-
-
-def _tx_clear(conn: Connection, session_id: str, keys: SessionKeys) -> None:
-    session = lock_session(conn, session_id)
-    if session is None:
-        return
-    seq = session.last_seq + 1
-    row = marker_row(session_id, seq, KIND_CLEAR, None)
-    chained = keys.chains.start(dict(session._mapping), seq).after([row])
-    conn.execute(_INSERT_MESSAGES, row)
-    conn.execute(
-        _UPDATE_SESSION,
-        {
-            **chained,
-            "sid": session_id,
-            "last_seq": seq,
-            "context_start_seq": seq + 1,
-            "context_items": 0,
-            "context_tokens": 0,
-        },
-    )
-
-
-@keeps_totals
-def _tx_merge_metadata(conn: Connection, session_id: str, values: dict[str, Any]) -> bool:
-    session = lock_session(conn, session_id)
-    if session is None:
-        return False
-    merged = {**(session._mapping["metadata"] or {}), **values}
-    conn.execute(sessions.update().where(sessions.c.session_id == session_id), {"metadata": merged})
-    return True
-
-
-def _tx_delete(conn: Connection, session_id: str) -> bool:
-    children = tx_branches(conn, session_id)
-    if children:
-        raise has_branches_error(session_id, [child.session_id for child in children])
-    conn.execute(events.delete().where(events.c.session_id == session_id))
-    with maintenance(conn):  # the session's messages go with it
-        result = conn.execute(sessions.delete().where(sessions.c.session_id == session_id))
-    return bool(result.rowcount)
-
-
-_TOKEN_SEQ: Final = sa.select(messages.c.seq).where(
-    messages.c.session_id == _sid, messages.c.append_token == sa.bindparam("token")
-)
-_MAX_TOKEN_LENGTH: Final = 128
-
-
 # Preparing this much text (validate, encode, count) takes ~10 ms; a batch with more is
 # prepared on a worker thread so the event loop keeps serving other tasks.
 _PREPARE_INLINE_MAX_CHARS: Final = 64 * 1024
 
 
-def _read_token_seq(conn: Connection, session_id: str, token: str) -> int:
-    """The first seq of the stored batch with this token."""
-    return int(conn.execute(_TOKEN_SEQ, {"sid": session_id, "token": token}).scalar_one())
-
-
-def _append_token(token: object) -> str:
-    """The caller's idempotency token, checked, or a fresh one (96 random bits)."""
-    if token is None:
-        return secrets.token_hex(12)
-    if not isinstance(token, str) or not 0 < len(token) <= _MAX_TOKEN_LENGTH:
-        raise TypeError(f"token must be a str of 1 to {_MAX_TOKEN_LENGTH} characters")
-    return token
-
-
-@keeps_totals
-def _tx_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    conn.execute(_INSERT_EVENTS, rows)
-
-
-def _read_active(conn: Connection, session_id: str, keys: SessionKeys) -> list[dict[str, Any]]:
-    segments = inherited_segments(conn, session_id)
-    rows = conn.execute(_ACTIVE_ASC, {"sid": session_id}).all()
-    if not segments:
-        return decode_payloads(_visible_payloads(conn, keys, session_id, rows))
-    # A branch: its ancestors' shared ranges, then its own rows, each opened by its owner.
-    shaped: list[tuple[Any, ...]] = []
-    for owner, first, last in segments:
-        shared = conn.execute(_CONTEXT_RANGE, {"sid": owner, "first": first, "last": last})
-        plain = keys.opener(conn, owner)
-        shaped += [(row.seq, row.kind, row.ref_seq, plain, row) for row in shared]
-    plain = keys.opener(conn, session_id)
-    shaped += [(row.seq, row.kind, row.ref_seq, plain, row) for row in rows]
-    return decode_payloads(
-        [
-            plain(row.seq, row.payload, row.payload_sealed)
-            for *_, plain, row in visible_in_order(shaped)
-        ]
-    )
-
-
-def _read_context_rows(
-    conn: Connection, session_id: str, keys: SessionKeys, tail: int | None
-) -> list[StoredRow]:
-    """Every row of the active context (or its last `tail`), a branch's inherited parent
-    rows first. A tail reads only its own rows while the session holds enough of them."""
-    if tail is not None:
-        found = conn.execute(_ACTIVE_LAST, {"sid": session_id, "tail": tail}).all()
-        if len(found) == tail:
-            return stored_rows(conn, keys, session_id, found[::-1])
-    own = _read_rows(conn, _ACTIVE_ROWS, session_id, keys)
-    rows = inherited_rows(conn, session_id, keys) + own
-    return rows if tail is None else rows[-tail:]
-
-
-def _read_tail(
-    conn: Connection, session_id: str, limit: int, keys: SessionKeys
-) -> list[dict[str, Any]]:
-    window = limit
-    while True:
-        rows = conn.execute(_ACTIVE_DESC, {"sid": session_id, "window": window}).all()
-        visible = _visible_payloads(conn, keys, session_id, rows)
-        if len(visible) >= limit or len(rows) < window:
-            break
-        window *= 2
-    newest = visible[:limit][::-1]
-    if len(newest) < limit and (segments := inherited_segments(conn, session_id)):
-        hidden = {row.ref_seq for row in rows if row.kind == KIND_TOMBSTONE}
-        older = _newest_rows(conn, segments, limit - len(newest), hidden)[::-1]
-        return decode_payloads(_opened(conn, keys, older) + newest)
-    return decode_payloads(newest)
-
-
-def _read_rows(
-    conn: Connection, statement: sa.Select[Any], session_id: str, keys: SessionKeys
-) -> list[StoredRow]:
-    return stored_rows(conn, keys, session_id, conn.execute(statement, {"sid": session_id}))
-
-
-def _read_first(
-    conn: Connection, statement: sa.Select[Any], params: dict[str, Any]
-) -> AnyRow | None:
-    return conn.execute(statement, params).first()
-
-
-def _read_all(conn: Connection, statement: sa.Select[Any]) -> list[AnyRow]:
-    return list(conn.execute(statement).all())
-
-
-class SessionStore:
+class SessionStore(SessionHistory):
     """Sessions as append-only rows in SQLite (default) or PostgreSQL.
 
     Open one store per database and share it: it owns the connection pool.
@@ -699,7 +340,7 @@ class SessionStore:
         check_session_id(session_id)
         items = item_list(items)
         protected = check_flag("protected", protected)
-        token = _append_token(token)
+        token = append_token(token)
         agent = check_agent_name(agent)
         if not items:
             return [], 0
@@ -722,7 +363,7 @@ class SessionStore:
         try:
             return await self._write_batch(batch, originals or {}), sum(counts)
         except DuplicateAppendError:  # a retry of a stored batch: what it stored then
-            first = await self.database.read(_read_token_seq, session_id, token)
+            first = await self.database.read(read_token_seq, session_id, token)
             return list(range(first, first + len(items))), sum(counts)
         except StoreUnavailableError as error:
             error.token = token
@@ -742,9 +383,7 @@ class SessionStore:
         self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]
     ) -> list[int]:
         if originals or self.session_keys.encrypt_new:
-            seqs = await self.database.write(
-                _tx_append_general, batch, originals, self.session_keys
-            )
+            seqs = await self.database.write(tx_append_general, batch, originals, self.session_keys)
             self.database.appended(batch.session_id, sum(batch.counts))  # as the hot path does
             return seqs
         return await self.database.append_batch(batch, self.session_keys)
@@ -764,7 +403,7 @@ class SessionStore:
         )
         if not missing:
             return infos
-        known = await self.database.read(_read_call_names, session_id, missing)
+        known = await self.database.read(read_call_names, session_id, missing)
         return [
             replace(info, tool_name=known[info.call_id])
             if info.tool_name is None and info.call_id in known
@@ -776,13 +415,13 @@ class SessionStore:
         """Hide and return the newest item of the active context (a tombstone row)."""
         check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.write(_tx_pop, session_id, self.session_keys)
+        return await self.database.write(tx_pop, session_id, self.session_keys)
 
     async def clear(self, session_id: str) -> None:
         """Start an empty active context with a clear marker; history stays for audit."""
         check_session_id(session_id)
         await self.ensure_ready()
-        await self.database.write(_tx_clear, session_id, self.session_keys)
+        await self.database.write(tx_clear, session_id, self.session_keys)
 
     async def delete_session(self, session_id: str) -> bool:
         """Physically delete a session, its rows and events (admin/retention only).
@@ -792,14 +431,14 @@ class SessionStore:
         """
         check_session_id(session_id)
         await self.ensure_ready()
-        return await self.database.write(_tx_delete, session_id)
+        return await self.database.write(tx_delete, session_id)
 
     async def record_events(self, batch: Sequence[Event]) -> None:
         """Store events (redacted) as rows of `events`, the source of truth for exporters."""
         if batch:
             await self.ensure_ready()
             redacted = self.redacted(batch)
-            await self.database.write(_tx_events, [event.row() for event in redacted])
+            await self.database.write(tx_events, [event.row() for event in redacted])
             self.publish(redacted)
 
     def publish(self, batch: Sequence[Event]) -> None:
@@ -851,111 +490,16 @@ class SessionStore:
             items = await self.database.read(tx_checked_active, session_id, self.session_keys)
             return items[-limit:] if limit is not None and limit > 0 else items
         if limit is not None and limit > 0:
-            return await self.database.read(_read_tail, session_id, limit, self.session_keys)
+            return await self.database.read(read_tail, session_id, limit, self.session_keys)
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
             records = await self.database.active_rows(session_id)
             if not records:  # empty, or a branch that still shares its parent's rows
                 records = await self.database.active_rows(session_id, lineage=True)
             if not any(record[4] is not None for record in records):  # older sealed rows?
                 if len(records) > BIG_READ:  # a big context: not on the loop's thread
-                    return await asyncio.to_thread(_decoded_visible, records)
-                return _decoded_visible(records)
-        return await self.database.read(_read_active, session_id, self.session_keys)
-
-    async def verify_history(self, session_id: str) -> ChainReport:
-        """Check a session's whole history against its hash chain: rows edited, moved,
-        injected or deleted, a moved context start, downgraded (plain) rows of an encrypted
-        session. Reads only; see ChainReport for what it found."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_verify, session_id, self.session_keys)
-
-    async def context_rows(self, session_id: str, tail: int | None = None) -> list[StoredRow]:
-        """Every row of the active context (tombstones and hidden rows included), or only
-        the last `tail` of them (read alone: a 100,000-row session's tail costs a tail)."""
-        check_session_id(session_id)
-        if tail is not None and tail < 1:
-            raise ValueError(f"tail must be at least 1, got {tail}")
-        await self.ensure_ready()
-        if self.verify_on_load:  # prove the context before showing its rows
-            await self.database.read(tx_checked_active, session_id, self.session_keys)
-        return await self.database.read(_read_context_rows, session_id, self.session_keys, tail)
-
-    async def rows_as_of(
-        self, session_id: str, point: HistoryPoint | int | datetime
-    ) -> tuple[int, list[StoredRow]]:
-        """The seq `point` resolves to (the end of the write that holds it) and the rows of
-        the active context as they stood then, tombstones and popped rows included."""
-        check_session_id(session_id)
-        point = HistoryPoint.of(point)
-        await self.ensure_ready()
-        if self.verify_on_load:  # prove the history the old context is read from
-            report = await self.database.read(tx_verify, session_id, self.session_keys)
-            if not report.ok:
-                raise HistoryTamperedError(session_id, report.problems)
-        return await self.database.read(tx_rows_as_of, session_id, point, self.session_keys)
-
-    async def rewind(self, session_id: str, to: HistoryPoint | int | datetime) -> Rewind:
-        """Make the active context exactly what it was at `to` (a seq, a datetime or a
-        HistoryPoint), with a marker row and copies of the items active then. Nothing is
-        deleted: the rewound rows stay in history, audits and `as_of` reads."""
-        check_session_id(session_id)
-        point = HistoryPoint.of(to)
-        await self.ensure_ready()
-        done = await self.database.write(tx_rewind, session_id, point, self.session_keys)
-        await self.record_events([rewind_event(done)])
-        return done
-
-    async def fork(
-        self,
-        session_id: str,
-        new_session_id: str,
-        *,
-        at: HistoryPoint | int | datetime | None = None,
-    ) -> Fork:
-        """Branch `session_id` into `new_session_id` at `at` (a seq, a datetime or a
-        HistoryPoint such as `HistoryPoint.before_turn(3)`; default: its newest row). The
-        branch shares the parent's rows instead of copying them: one session row is
-        written, whatever the history's length. It then loads, appends, compacts and is
-        retained like any session; the parent is never changed by it."""
-        check_session_id(session_id)
-        check_session_id(new_session_id)
-        point = None if at is None else HistoryPoint.of(at)
-        await self.ensure_ready()
-
-        done = await self.database.write(
-            tx_fork, session_id, point, new_session_id, self.session_keys
-        )
-        await self.record_events([fork_event(done)])
-        return done
-
-    async def branches(self, session_id: str) -> list[SessionInfo]:
-        """The sessions forked from `session_id` (its direct branches), oldest first."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return [_session_info(row) for row in await self.database.read(tx_branches, session_id)]
-
-    async def search(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        limit: int = 20,
-        redact: bool = True,
-    ) -> list[SearchHit]:
-        """Rows of any session's history (or of `session_id`'s) that hold every word of
-        `query`, best match first; redacted unless `redact=False`. Rows sealed by payload
-        encryption are not indexed and never found."""
-        words = search_words(query)
-        if session_id is not None:
-            check_session_id(session_id)
-        check_positive("limit", limit)
-        redactor = self.redactor if check_flag("redact", redact) else Redactor(enabled=False)
-        await self.ensure_ready()
-        complete = await self.database.catch_up_search_index(session_id)
-        return await self.database.read(
-            tx_search, words, session_id, limit, self.session_keys, redactor, not complete
-        )
+                    return await asyncio.to_thread(decoded_visible, records)
+                return decoded_visible(records)
+        return await self.database.read(read_active, session_id, self.session_keys)
 
     @overload
     async def record_model_call(
@@ -1039,100 +583,6 @@ class SessionStore:
         self.publish(published)
         return row_id
 
-    async def record_usage(
-        self,
-        session_id: str,
-        usages: Sequence[CallUsage],
-        *,
-        calls: Sequence[tuple[int, str | None]] = (),
-        model: str | None = None,
-    ) -> None:
-        """Attach the usage providers reported, in order, to recorded calls (row id, model)
-        and price it; usage beyond them is recorded as calls of `model` with unknown input."""
-        check_session_id(session_id)
-        if not usages:
-            return
-
-        def priced(usage: CallUsage, name: str | None) -> float | None:
-            price = price_of(self.prices, name)
-            return cost_usd(price, usage.input_tokens, usage.cached_tokens, usage.output_tokens)
-
-        attached = [
-            (row_id, usage, priced(usage, name))
-            for (row_id, name), usage in zip(calls, usages, strict=False)
-        ]
-        unmatched = [(usage, priced(usage, model)) for usage in usages[len(calls) :]]
-        await self.ensure_ready()
-        await self.database.write(tx_attach_usage, session_id, attached, unmatched, model)
-
-    async def model_calls(self, session_id: str) -> list[ModelCall]:
-        """The session's recorded model calls, in order (`call` 1, 2, 3...)."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_calls, session_id)
-
-    async def usage(
-        self,
-        *,
-        by: str = "session",
-        session_id: str | None = None,
-        since: datetime | None = None,
-    ) -> list[dict[str, Any]]:
-        """Model calls, tokens (input, cached, output, reasoning) and cost in USD, per
-        `by` ("session", "model" or "day"), optionally of one session and since a time."""
-        if by not in USAGE_GROUPS:
-            raise ValueError(f"by must be one of {', '.join(USAGE_GROUPS)}, got {by!r}")
-        if session_id is not None:
-            check_session_id(session_id)
-        if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
-            raise ValueError("since must be a timezone-aware datetime")
-        await self.ensure_ready()
-        return await self.database.read(tx_usage, by, session_id, since)
-
-    async def turn_usage(self, session_id: str) -> dict[int, dict[str, int]]:
-        """Requests and tokens per turn, for the calls whose input was recorded (a call
-        belongs to the turn of the newest row it was sent)."""
-        calls = await self.model_calls(session_id)
-        starts = [(turn.turn, turn.first_seq) for turn in await self.turns(session_id)]
-        return usage_by_turn(calls, starts)
-
-    async def turns(self, session_id: str) -> list[Turn]:
-        """The session's turns (the `turns` view): each user message starts one."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_turns, session_id, self.session_keys)
-
-    async def user_turns(self, session_id: str) -> list[UserTurn]:
-        """The user messages that start the session's turns, numbered as `turns` numbers
-        them; reads only those rows (what listing or searching turns needs)."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_user_turns, session_id, self.session_keys)
-
-    async def turns_before_clear(self, session_id: str) -> int:
-        """How many user turns came before the session's newest `clear` marker (rewinds
-        aside; a branch inherits its parent's before the fork), 0 if it was never cleared:
-        where the Agents SDK's turn count starts again. One count, no payload read."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_turns_before_clear, session_id)
-
-    async def tool_usage(self, session_id: str) -> list[tuple[str, int, int]]:
-        """(tool, calls, turn) for every tool the session called, in turn order."""
-        check_session_id(session_id)
-        await self.ensure_ready()
-        return await self.database.read(tx_tool_usage, session_id)
-
-    async def history(self, session_id: str, *, agent: str | None = None) -> list[StoredRow]:
-        """Every row the session ever had, in seq order; with `agent`, only the rows that
-        agent produced (`WHERE agent = ...`)."""
-        check_session_id(session_id)
-        named = check_agent_name(agent)
-        await self.ensure_ready()
-        if named is not None:
-            return await self.database.read(tx_agent_history, session_id, named, self.session_keys)
-        return await self.database.read(_read_rows, _HISTORY, session_id, self.session_keys)
-
     def known_context_tokens(self, session_id: str) -> int | None:
         """`context_tokens` as this store last saw it, without a read: None until a model
         call's record of the session read it, and again after any write of this store that
@@ -1145,21 +595,21 @@ class SessionStore:
         """Token total of the active context, from the running counter (no re-tokenizing)."""
         check_session_id(session_id)
         await self.ensure_ready()
-        row = await self.database.read(_read_first, _CONTEXT_TOKENS, {"sid": session_id})
+        row = await self.database.read(read_first, CONTEXT_TOKENS, {"sid": session_id})
         return 0 if row is None else int(row[0])
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """The session's bookkeeping row, or None if it was never written."""
         check_session_id(session_id)
         await self.ensure_ready()
-        row = await self.database.read(_read_first, SESSION_ROW, {"sid": session_id})
-        return None if row is None else _session_info(row)
+        row = await self.database.read(read_first, SESSION_ROW, {"sid": session_id})
+        return None if row is None else session_info_of(row)
 
     async def session_metadata(self, session_id: str) -> dict[str, Any] | None:
         """The session's free-form `metadata` object ({} when unset), or None if never written."""
         check_session_id(session_id)
         await self.ensure_ready()
-        row = await self.database.read(_read_first, _METADATA, {"sid": session_id})
+        row = await self.database.read(read_first, METADATA, {"sid": session_id})
         return None if row is None else dict(row[0] or {})
 
     async def merge_session_metadata(self, session_id: str, values: Mapping[str, Any]) -> bool:
@@ -1173,7 +623,7 @@ class SessionStore:
             raise TypeError(f"values must be a mapping, got a {type(values).__name__}")
         check_json_object(values, "metadata")
         await self.ensure_ready()
-        return await self.database.write(_tx_merge_metadata, session_id, dict(values))
+        return await self.database.write(tx_merge_metadata, session_id, dict(values))
 
     async def list_sessions(
         self, *, limit: int | None = None, offset: int = 0
@@ -1188,9 +638,4 @@ class SessionStore:
             .offset(offset)
             .limit(limit)
         )
-        return [_session_info(row) for row in await self.database.read(_read_all, stmt)]
-
-
-def _session_info(row: AnyRow) -> SessionInfo:
-    values = row._mapping
-    return SessionInfo(**{name: values[name] for name in SessionInfo.__slots__})
+        return [session_info_of(row) for row in await self.database.read(read_all, stmt)]
