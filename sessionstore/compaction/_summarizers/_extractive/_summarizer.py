@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..._tokens import TokenEstimator, estimator_for_model
-from .._marker import SUMMARY_LINE
-from ._collapse import collapse_lines, is_progress, routine, templates_of
-from ._entities import ENTITY_GROUPS, entities, entity_matches
-from ._prompts import Entry, transcript_entries
-from ._sentences import split_sentences
-from ._subjects import (
+from ...._tokens import TokenEstimator, estimator_for_model
+from ..._marker import SUMMARY_LINE
+from .._collapse import collapse_lines, is_progress, routine, templates_of
+from .._entities import ENTITY_GROUPS, entities, entity_matches
+from .._prompts import Entry, transcript_entries
+from .._sentences import split_sentences
+from .._subjects import (
     Statement,
     claim_of,
     settle,
@@ -33,9 +33,9 @@ from ._subjects import (
     was_note,
     with_transition,
 )
-from ._summarizer import SummaryRequest, SummaryResult
-from ._supersede import superseding
-from ._tool_state import tool_facts
+from .._summarizer import SummaryRequest, SummaryResult
+from .._supersede import superseding
+from .._tool_state import tool_facts
 
 __all__ = [
     "CARRIED_TITLE", "NO_CONTEXT", "ExtractiveSummarizer", "SheetLine", "current_state",
