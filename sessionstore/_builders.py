@@ -195,7 +195,8 @@ def build_manager(
 ) -> CompactionManager:
     """A CompactionManager over `store` (default: `build_store(config)`) with the config's
     policy, summarizer and archive sinks."""
-    from .compaction._manager import CompactionConfig, CompactionManager
+    from .compaction._manager import CompactionManager
+    from .compaction._outcome import CompactionConfig
 
     env = os.environ if environ is None else environ
     session_store = store or build_store(config, environ=env)

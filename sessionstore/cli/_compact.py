@@ -20,8 +20,8 @@ from .._commands import cli_command
 from .._config import SessionStoreConfig
 from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
-from ..compaction._manager import CompactionOutcome
 from ..compaction._marker import marker_line
+from ..compaction._outcome import CompactionOutcome
 from ..compaction._report import DiffLine, Fate, diff_lines
 from ..compaction._summarizers._prompts import BUILTIN_STRATEGIES, resolve_strategy
 from ._bulk import AllOption, IdsArgument, WhereOption, resolve, selection

@@ -223,7 +223,8 @@ async def run_long_session(
 ) -> LongSessionReport:
     """Drive the real Runner with pre-flight compaction until `factor` windows went through
     (`progress(tokens_so_far, target)` after each turn)."""
-    from ..compaction._manager import CompactionConfig, CompactionManager
+    from ..compaction._manager import CompactionManager
+    from ..compaction._outcome import CompactionConfig
 
     if not os.environ.get("OPENAI_API_KEY"):
         set_tracing_disabled(True)

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     )
     from .._opaque import is_opaque
     from ._background_policy import BackgroundPolicy
-    from ._manager import CompactionConfig, CompactionManager, CompactionOutcome, Layers
+    from ._manager import CompactionManager
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
     from ._masking_policy import MaskingPolicy
     from ._message import Message
     from ._observers import CompactionObserver
+    from ._outcome import CompactionConfig, CompactionOutcome, Layers
     from ._persist import CompactionResult
     from ._policy import CompactionPolicy, TriggerDecision
     from ._preflight._hygiene import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
@@ -75,10 +76,10 @@ _HOMES: dict[str, tuple[str, str]] = {
     },
     "is_opaque": ("sessionstore._opaque", "is_opaque"),
     "ExtractiveSummarizer": ("._summarizers._extractive", "ExtractiveSummarizer"),
-    "CompactionConfig": ("._manager", "CompactionConfig"),
+    "CompactionConfig": ("._outcome", "CompactionConfig"),
     "CompactionManager": ("._manager", "CompactionManager"),
-    "CompactionOutcome": ("._manager", "CompactionOutcome"),
-    "Layers": ("._manager", "Layers"),
+    "CompactionOutcome": ("._outcome", "CompactionOutcome"),
+    "Layers": ("._outcome", "Layers"),
     "SUMMARY_PREFIX": ("._marker", "SUMMARY_PREFIX"),
     "SUMMARY_START": ("._marker", "SUMMARY_START"),
     "summary_marker": ("._marker", "summary_marker"),
@@ -113,7 +114,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "RowMasking": ("._preflight._masking", "RowMasking"),
     # The original design's names: the very same classes.
     "CompactManager": ("._manager", "CompactionManager"),
-    "CompactConfig": ("._manager", "CompactionConfig"),
+    "CompactConfig": ("._outcome", "CompactionConfig"),
     "CompactPolicy": ("._policy", "CompactionPolicy"),
     "CompactError": ("sessionstore._errors", "CompactionError"),
     "CompactErrorReason": ("sessionstore._errors", "CompactionErrorReason"),

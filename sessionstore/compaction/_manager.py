@@ -13,181 +13,50 @@ import asyncio
 import contextvars
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Final, Literal
 
 from .._arguments import check_agent_name, check_session_id, item_list
 from .._errors import (
     CompactionError,
     CompactionErrorReason,
-    SummarizerError,
-    SummarizerInputTooLargeError,
-    SummaryRefusedError,
-    SummaryTooLongError,
 )
 from .._events import Event
-from .._items import check_item_size, rough_chars, text_of
-from .._opaque import is_opaque
+from .._items import check_item_size, rough_chars
 from .._rows import StoredRow, visible_rows
 from .._storage._loops import KeyedLocks
 from .._store import SessionStore
-from .._tokens import TokenEstimator
-from ..archive._sinks import ArchiveDelivery, ArchiveSink
-from . import _result_events as result_events
+from ..archive._sinks import ArchiveDelivery
 from ._background._background import BackgroundCompactor
 from ._background._leases import tx_commit_releasing
-from ._marker import SUMMARY_START
 from ._message import as_item
 from ._observers import CompactionObserver
+from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
 from ._partition import Partition, Unit, build_units, fit
 from ._persist import (
     CompactionResult,
     CompactionWrite,
-    ProviderItem,
     archived_record,
     encode_replaced,
     marker_tokens,
     own_start,
 )
-from ._policy import CompactionPolicy, Trigger, TriggerDecision, decide
+from ._policy import Trigger, TriggerDecision, decide
 from ._preflight._fixed_costs import FixedCostCache
 from ._preflight._masking import MaskReport, RowMasking
 from ._preflight._preflight import PreflightDecision
 from ._rebind import Rebind
 from ._summarizers._extractive import ExtractiveSummarizer
-from ._summarizers._factsheet import Carried, carry_forward
 from ._summarizers._prompts import resolve_strategy
-from ._summarizers._provider_marker import Binding, readable_state, tx_binding
-from ._summarizers._summarizer import Summarizer, SummaryRequest, SummaryResult
+from ._summarizers._provider_marker import tx_binding
+from ._summarizers._summarizer import Summarizer
+from ._summarizing import PriorState, Summarizing, Summary
 from ._truncate import truncate_tool_output
 
 _CAS_ATTEMPTS: Final = 3
-_TOO_LONG_RETRIES: Final = 2
-_MAX_TRIMS: Final = 8
-PRUNE_ONLY: Final = "pruning-only"
 
 
-@dataclass
-class CompactionConfig:
-    """One object that enables compaction in a few lines (docs/COMPACTION.md).
-
-    `store` is the `SessionStore` the manager reads and writes; `sinks` are where each
-    compaction is also copied (files, S3). `storage=` is accepted for compatibility and
-    means whichever of the two it is given: a `SessionStore` (as in earlier releases) or
-    archive sinks (as in the original design, where "storage" is the archive).
-    """
-
-    model: str = "gpt-4o"
-    max_context_tokens: int = 128_000
-    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
-    token_estimator: TokenEstimator | None = None
-    store: SessionStore | None = None  # default: the embedded SQLite store
-    summarizer: Summarizer | None = None  # default: the extractive summarizer
-    record_idle_decisions: bool = True  # store below-threshold estimates as events too
-    sinks: Sequence[ArchiveSink] = ()  # filesystem/S3 copies of each compaction (redacted)
-    # How long a compaction waits for another compaction of the same session (which holds
-    # it for its summarizer call, retries included) before giving up with StoreTimeoutError.
-    lock_timeout_s: float = 300.0
-    storage: InitVar[SessionStore | ArchiveSink | Sequence[ArchiveSink] | None] = None
-
-    def __post_init__(
-        self, storage: SessionStore | ArchiveSink | Sequence[ArchiveSink] | None
-    ) -> None:
-        if self.max_context_tokens <= 0:
-            raise ValueError(f"max_context_tokens must be positive, got {self.max_context_tokens}")
-        if not self.lock_timeout_s > 0:
-            raise ValueError(f"lock_timeout_s must be positive, got {self.lock_timeout_s}")
-        if isinstance(storage, SessionStore):
-            if self.store is not None and self.store is not storage:
-                raise ValueError("pass the SessionStore once: store=... (storage= is its alias)")
-            self.store = storage
-        elif storage is not None:
-            given = list(storage) if isinstance(storage, Sequence) else [storage]
-            if self.sinks:
-                raise ValueError("pass archive sinks once: sinks=[...] (storage= is its alias)")
-            self.sinks = given
-
-
-@dataclass(frozen=True, slots=True)
-class Layers:
-    """How many units and tokens each layer holds (the `compact.pruned_messages` event)."""
-
-    pinned: int
-    recent_turns: int
-    tool_pairs: int
-    users: int
-    aborted: int
-    summarized: int
-    pruned_count: int
-
-    @classmethod
-    def of(cls, plan: Partition) -> Layers:
-        """Count a partition's layers."""
-        return cls(
-            pinned=len(plan.pinned),
-            recent_turns=plan.recent_turns,
-            tool_pairs=sum(unit.pairs for unit in plan.tools),
-            users=len(plan.users) + (1 if plan.truncated_user else 0),
-            aborted=len(plan.aborted),
-            summarized=len(plan.remainder),
-            pruned_count=sum(unit.size for unit in plan.remainder),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What one compaction did (or, with dry_run, would do)."""
-
-    session_id: str
-    decision: TriggerDecision
-    compacted: bool
-    tokens_before: int
-    tokens_after: int
-    plan: Partition | None = None
-    summary: str | None = None
-    strategy: str | None = None
-    fallback: str | None = None
-    result: CompactionResult | None = None
-    skipped_reason: str | None = None
-
-    @property
-    def reduction(self) -> float:
-        """Share of tokens removed (0.4 means 40% fewer)."""
-        return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Summary:
-    text: str | None
-    strategy: str
-    fallback: str | None
-    events: list[Event]
-    opaque: ProviderItem | None = None  # a provider's compaction item: the marker
-
-
-@dataclass(frozen=True, slots=True)
-class _Prior:
-    """The previous marker as the summarizer gets it (see `_prior_state`)."""
-
-    text: str | None = None
-    item: Mapping[str, Any] | None = None  # opaque, for a summarizer that can read it
-    binding: Binding | None = None  # of an opaque marker
-
-
-def _skipped(
-    session_id: str,
-    decision: TriggerDecision,
-    tokens: int,
-    reason: str,
-    plan: Partition | None = None,
-) -> CompactionOutcome:
-    """A compaction that found nothing to do, and why."""
-    return CompactionOutcome(
-        session_id, decision, False, tokens, tokens, plan=plan, skipped_reason=reason
-    )
-
-
-class CompactionManager:
+class CompactionManager(Summarizing):
     """Compaction for sessions in one SessionStore."""
 
     def __init__(self, config: CompactionConfig | None = None) -> None:
@@ -417,22 +286,6 @@ class CompactionManager:
         window = self.config.max_context_tokens
         return Rebind(self.store, self.estimator, self.policy, window, self.decision_event)
 
-    async def _prior_state(self, session_id: str, plan: Partition) -> _Prior:
-        """The previous marker for the summarizer: its text; or, when it is a provider's item,
-        the item itself for a summarizer that can read it, else a readable summary rebuilt
-        from its archived originals."""
-        unit = plan.prior_summary
-        if unit is None or not is_opaque(unit.items[0]):
-            return _Prior(text=_prior_text(unit))
-        binding = await self.store.read_snapshot(tx_binding, session_id)
-        if binding is None:  # not one of our markers: nothing to read it with
-            return _Prior()
-        can_read = getattr(self.summarizer, "can_read", None)
-        if callable(can_read) and can_read(binding.provider, binding.model):
-            return _Prior(item=unit.items[0], binding=binding)
-        state = await readable_state(self.store, session_id, binding.compaction_id)
-        return _Prior(text=await self._rebind().readable_summary(state), binding=binding)
-
     async def manual_compact(
         self, session_id: str, messages: Sequence[Any], note: str = "manual"
     ) -> list[dict[str, Any]]:
@@ -558,7 +411,7 @@ class CompactionManager:
         if retried and forced is None and not decision.triggered:
             # The lock is per process: another one compacted the session while this attempt
             # summarized, and it is no longer over the trigger. Nothing is left to do.
-            return _skipped(
+            return skipped(
                 session_id,
                 decision,
                 tokens_before,
@@ -570,7 +423,7 @@ class CompactionManager:
             await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
             raise
         if not plan.remainder:
-            return _skipped(
+            return skipped(
                 session_id,
                 decision,
                 tokens_before,
@@ -600,13 +453,13 @@ class CompactionManager:
         )
         try:
             if prepared is None:
-                prior = await self._prior_state(session_id, plan)
+                prior = await self.prior_state(session_id, plan)
                 summary = await self.summary_for(
                     session_id, plan, summary_budget, strategy, prior=prior
                 )
             else:  # its prior state was read when it was prepared
-                prior = _Prior()
-                summary = _Summary(
+                prior = PriorState()
+                summary = Summary(
                     prepared.text, prepared.strategy, None, prepared.events, prepared.opaque
                 )
             archive_body = await archive
@@ -653,7 +506,20 @@ class CompactionManager:
                         pruned_count=layers.pruned_count,
                     ),
                     *summary.events,
-                    *self._result_events(session_id, plan, layers, summary, tokens_before),
+                    *committed_events(
+                        session_id,
+                        plan,
+                        layers,
+                        summary,
+                        tokens_before,
+                        summary_tokens=(
+                            0
+                            if summary.text is None
+                            else marker_tokens(self.estimator, summary.text, summary.opaque)
+                        ),
+                        budget=self.policy.budget(self.config.max_context_tokens),
+                        target=self.policy.target(self.config.max_context_tokens),
+                    ),
                 ]
             ),
             provider_item=summary.opaque,
@@ -720,7 +586,7 @@ class CompactionManager:
                 produced += await asyncio.to_thread(sink.deliver, delivery)
             except Exception as exc:  # a sink outage must not undo a committed compaction
                 produced.append(
-                    self._error_event(write.session_id, exc, f"skipped sink {sink.name}")
+                    self.error_event(write.session_id, exc, f"skipped sink {sink.name}")
                 )
         await self.store.record_events(produced)
 
@@ -765,173 +631,6 @@ class CompactionManager:
             estimator=self.estimator,
         )
 
-    async def summary_for(
-        self,
-        session_id: str,
-        plan: Partition,
-        max_tokens: int,
-        strategy: str | None = None,
-        *,
-        prior: _Prior | None = None,
-    ) -> _Summary:
-        """The plan's summary with the fallbacks applied, scrubbed of the secrets found in
-        what it summarizes (the foreground compaction and a background preparation); `prior`
-        is the previous marker as the summarizer gets it (read here when not given)."""
-        strategy_name = strategy or self.policy.strategy
-        if prior is None:
-            prior = await self._prior_state(session_id, plan)
-        return self._scrubbed(
-            plan, await self._summarize(session_id, plan, strategy_name, max_tokens, prior)
-        )
-
-    async def _summarize(
-        self,
-        session_id: str,
-        plan: Partition,
-        strategy_name: str,
-        max_tokens: int,
-        prior_state: _Prior,
-    ) -> _Summary:
-        """A summary, or None (prune-only) after the documented fallbacks, with their events."""
-        events: list[Event] = []
-        strategy = resolve_strategy(strategy_name, self.policy.custom_strategies)
-        prior = prior_state.text
-        units = self._within_input_window(session_id, list(plan.remainder), prior, events)
-        kept = [item for unit in [*plan.pinned, *plan.kept] for item in unit.items]
-        too_long = 0
-        trims = 0
-        while True:
-            request = SummaryRequest(
-                items=[item for unit in units for item in unit.items],
-                prior_summary=prior,
-                strategy=strategy.name,
-                instructions=strategy.prompt,
-                max_tokens=max_tokens,
-                keep_keys=self.policy.keep_keys,
-                kept=kept,
-                prior_item=prior_state.item,
-            )
-            try:
-                result = await self.summarizer.summarize(request)
-                if result.item is not None:  # opaque: nothing to measure or carry forward
-                    return _Summary(
-                        result.text, strategy.name, None, events, self._provider_item(result)
-                    )
-                if self.estimator.count_text(result.text) > max_tokens:
-                    raise SummaryTooLongError("summary exceeds max_tokens")
-                carried = carry_forward(
-                    prior,
-                    result.text,
-                    self.estimator.count_text,
-                    max_tokens,
-                    [*request.items, *request.kept],
-                )
-                if carried.checked:
-                    events.append(_carried_event(session_id, carried))
-                return _Summary(carried.text, strategy.name, None, events)
-            except SummaryTooLongError as exc:
-                if too_long < _TOO_LONG_RETRIES:
-                    too_long += 1
-                    max_tokens = max(max_tokens // 2, 16)
-                    events.append(
-                        self._error_event(session_id, exc, f"retry max_tokens={max_tokens}")
-                    )
-                    continue
-                failure: Exception = exc
-            except SummaryRefusedError as exc:
-                if strategy.name != "brief":
-                    strategy = resolve_strategy("brief", self.policy.custom_strategies)
-                    events.append(self._error_event(session_id, exc, "retry strategy=brief"))
-                    continue
-                failure = exc
-            except SummarizerInputTooLargeError as exc:
-                if trims < _MAX_TRIMS and len(units) > 1:
-                    trims += 1
-                    units = units[len(units) // 2 :]  # drop the oldest half, whole units
-                    events.append(
-                        self._error_event(session_id, exc, f"retry trimmed to {len(units)} units")
-                    )
-                    continue
-                failure = exc
-            except SummarizerError as exc:
-                failure = exc
-            except Exception as exc:  # a broken summarizer must never break the agent
-                failure = exc
-            events.append(self._error_event(session_id, failure, PRUNE_ONLY))
-            return _Summary(None, strategy.name, PRUNE_ONLY, events)
-
-    def _provider_item(self, result: SummaryResult) -> ProviderItem:
-        """The marker for a provider's item, counted as the tokens the provider reported for
-        producing it, else as the estimator reads the item (its ciphertext: an overestimate)."""
-        assert result.item is not None
-        item = dict(result.item)
-        tokens = result.output_tokens or self.estimator.count_item(item)
-        return ProviderItem(item, tokens, result.provider or self.summarizer.name, result.model)
-
-    def _scrubbed(self, plan: Partition, summary: _Summary) -> _Summary:
-        """The summary without any secret the redactor finds in what it summarized.
-
-        A summary can carry a secret without the context that made it recognizable
-        (`postgres://u:PASSWORD@db` summarized as `PASSWORD`), so the exact values found
-        in the sources are removed, before the summary is stored, not only from events.
-        """
-        if summary.text is None or summary.opaque is not None:
-            return summary
-        sources = [text_of(item) for unit in plan.remainder for item in unit.items]
-        if plan.prior_summary is not None:
-            sources.append(text_of(plan.prior_summary.items[0]))
-        redactor = self.store.redactor
-        text = redactor.scrub(summary.text, redactor.secrets_in(sources))
-        return summary if text == summary.text else replace(summary, text=text)
-
-    def _within_input_window(
-        self, session_id: str, units: list[Unit], prior: str | None, events: list[Event]
-    ) -> list[Unit]:
-        """The newest whole units that fit the summarizer's `input_window` (with the prior
-        summary), so a small-window summarizer is not sent what it must refuse. The oldest
-        units are dropped first; at least one is always sent."""
-        window = self.summarizer.input_window
-        if window is None:
-            return units
-        budget = window - (self.estimator.count_text(prior) if prior else 0)
-        kept: list[Unit] = []
-        used = 0
-        for unit in reversed(units):
-            if kept and used + unit.tokens > budget:
-                break
-            kept.append(unit)
-            used += unit.tokens
-        if len(kept) < len(units):
-            events.append(
-                Event(
-                    "compact.summarizer_input_trimmed",
-                    session_id,
-                    severity="warning",
-                    fields={
-                        "input_window": window,
-                        "units_sent": len(kept),
-                        "units_dropped": len(units) - len(kept),
-                        "summarizer": self.summarizer.name,
-                    },
-                )
-            )
-        return kept[::-1]
-
-    def _error_event(self, session_id: str, exc: Exception, fallback: str) -> Event:
-        kind = exc.kind if isinstance(exc, SummarizerError) else type(exc).__name__
-        return Event(
-            "compact.error",
-            session_id,
-            severity="error" if fallback == PRUNE_ONLY else "warning",
-            fields={
-                "status": "error",
-                "error_type": kind,
-                "message": _safe_message(exc),
-                "fallback": fallback,
-                "summarizer": self.summarizer.name,
-            },
-        )
-
     async def _record_error(self, session_id: str, kind: str, message: str, fallback: str) -> None:
         await self.store.record_events(
             [
@@ -948,79 +647,6 @@ class CompactionManager:
                 )
             ]
         )
-
-    def _result_events(
-        self,
-        session_id: str,
-        plan: Partition,
-        layers: Layers,
-        summary: _Summary,
-        tokens_before: int,
-    ) -> list[Event]:
-        found: list[Event] = []
-        if summary.text is not None:
-            found.append(
-                result_events.summary_created(
-                    session_id,
-                    strategy=summary.strategy,
-                    input_messages=layers.pruned_count,
-                    summary_tokens=marker_tokens(self.estimator, summary.text, summary.opaque),
-                    input_tokens=plan.remainder_tokens
-                    + (plan.prior_summary.tokens if plan.prior_summary else 0),
-                    summary=summary.text,
-                )
-            )
-        found.append(
-            result_events.pruned_messages(
-                session_id,
-                pruned_count=layers.pruned_count,
-                pinned=layers.pinned,
-                summary=1 if summary.text is not None or plan.prior_summary else 0,
-                recent_turns=layers.recent_turns,
-                tool_pairs=layers.tool_pairs,
-                user_messages=layers.users,
-                aborted_markers=layers.aborted,
-                tokens_before=tokens_before,
-            )
-        )
-        found.append(
-            result_events.policy_applied(
-                session_id,
-                keep_recent_turns=plan.recent_turns,
-                keep_tool_io_pairs=plan.tool_pairs,
-                recent_user_token_budget=plan.user_budget,
-                reductions=plan.reductions,
-                budget=self.policy.budget(self.config.max_context_tokens),
-                target=self.policy.target(self.config.max_context_tokens),
-            )
-        )
-        found.append(
-            result_events.archival(
-                session_id,
-                sum(unit.size for unit in plan.remainder) + (1 if plan.prior_summary else 0),
-            )
-        )
-        return found
-
-
-def _carried_event(session_id: str, carried: Carried) -> Event:
-    """`compact.facts_carried`: how many standing facts the new summary had to keep, which
-    ones the summarizer dropped and were put back, which the conversation superseded (not
-    put back), and how many did not fit."""
-    return Event(
-        "compact.facts_carried",
-        session_id,
-        severity="warning" if carried.left_out else "info",
-        fields={
-            "checked": carried.checked,
-            "reinserted": len(carried.reinserted),
-            "reinserted_facts": [fact.line for fact in carried.reinserted],
-            "left_out": len(carried.left_out),
-            "left_out_kinds": sorted({fact.kind for fact in carried.left_out}),
-            "superseded": len(carried.superseded),
-            "superseded_facts": [fact.line for fact in carried.superseded],
-        },
-    )
 
 
 def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:
@@ -1046,17 +672,3 @@ def _kept_record(plan: Partition) -> dict[str, list[int]]:
         "users": seqs(plan.users),
         "truncated_user": [plan.truncated_user[0].first_seq] if plan.truncated_user else [],
     }
-
-
-def _prior_text(unit: Unit | None) -> str | None:
-    """The previous summary without its marker line: the state the new summary updates."""
-    if unit is None:
-        return None
-    text = text_of(unit.items[0])
-    first, _, rest = text.partition("\n")
-    return rest if first.startswith(SUMMARY_START) else text
-
-
-def _safe_message(exc: BaseException) -> str:
-    """An exception's message, bounded; summarizer errors never carry secrets or content."""
-    return f"{type(exc).__name__}: {exc}"[:300]

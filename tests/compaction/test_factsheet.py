@@ -14,7 +14,8 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._items import text_of
-from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._manager import CompactionManager
+from sessionstore.compaction._outcome import CompactionConfig
 from sessionstore.compaction._policy import CompactionPolicy
 from sessionstore.compaction._summarizers._factsheet import carry_forward, is_kept, standing_facts
 from sessionstore.compaction._summarizers._openai import OpenAISummarizer

@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from sessionstore import SessionStore
 from sessionstore._errors import CompactionError, CompactionErrorReason
 from sessionstore._items import answered_call, calls_in, text_of
-from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._manager import CompactionManager
+from sessionstore.compaction._outcome import CompactionConfig
 from sessionstore.compaction._policy import CompactionPolicy
 from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES

@@ -17,8 +17,9 @@ from sessionstore._errors import CompactionError, CompactionErrorReason, Invalid
 from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore._schema import archives
 from sessionstore._security._archive_codec import decode_archive
-from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._manager import CompactionManager
 from sessionstore.compaction._message import Message
+from sessionstore.compaction._outcome import CompactionConfig
 from sessionstore.compaction._policy import CompactionPolicy
 from sessionstore.compaction._preflight._hygiene import normalize
 from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer

@@ -26,7 +26,8 @@ from sessionstore import SessionStore, SessionStoreError, SQLSession
 from sessionstore._items import text_of
 from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.agents_sdk import input_filter, run_with_overflow_recovery
-from sessionstore.compaction._manager import CompactionConfig, CompactionManager
+from sessionstore.compaction._manager import CompactionManager
+from sessionstore.compaction._outcome import CompactionConfig
 from sessionstore.compaction._policy import CompactionPolicy
 from tests.support.database import write_lock_held
 from tests.support.histories import turns, user, words
