@@ -28,15 +28,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sessionstore import SessionStore, SQLSession
 from sessionstore._errors import ImportSourceError
 from sessionstore._jobs import _importer as importer
-from sessionstore._jobs._importer import (
+from sessionstore._jobs import _sdk_source as sdk_source
+from sessionstore._jobs._importer import ImportProgress, ImportReport, import_sdk_sessions
+from sessionstore._jobs._sdk_source import (
     IMPORT_KEY,
     ImportMarker,
-    ImportProgress,
-    ImportReport,
+    Page,
     SourceOrder,
     SourceRow,
-    _Page,
-    import_sdk_sessions,
     open_source,
     parse_message,
 )
@@ -354,7 +353,7 @@ async def test_sqlalchemy_sessions_keep_the_sdks_created_at_order(
     )
     expected = await alice.get_items()
     assert expected[0]["content"] == "fourth"  # type: ignore[typeddict-item]
-    monkeypatch.setattr(importer, "PAGE_ROWS", 1)  # every page crosses the id order
+    monkeypatch.setattr(sdk_source, "PAGE_ROWS", 1)  # every page crosses the id order
     order: SourceOrder | None = (
         "created_at" if sdk.kind == "sqlalchemy_sqlite" else None
     )  # PostgreSQL's default
@@ -369,13 +368,13 @@ async def test_sqlalchemy_sessions_keep_the_sdks_created_at_order(
 
 def test_the_record_covers_exactly_the_messages_handled() -> None:
     start = ImportMarker("src", last_message_id=2, source_rows=2, target_seq=2)
-    page = _Page([SourceRow(7, {"role": "user"}), SourceRow(3, None, "bad")], [4, 8])
+    page = Page([SourceRow(7, {"role": "user"}), SourceRow(3, None, "bad")], [4, 8])
 
     after = start.advanced(page, target_seq=3)
 
     assert (after.last_message_id, after.also) == (3, (7,))
     assert (after.source_rows, after.target_seq, after.skipped) == (4, 3, (3,))
-    done = after.advanced(_Page([SourceRow(4, {}), SourceRow(8, {})], []), target_seq=5)
+    done = after.advanced(Page([SourceRow(4, {}), SourceRow(8, {})], []), target_seq=5)
     assert (done.last_message_id, done.also, done.source_rows) == (8, (), 6)
     assert ImportMarker.recorded({IMPORT_KEY: done.as_json()}, "src") == done
     assert ImportMarker.recorded({IMPORT_KEY: done.as_json()}, "elsewhere") is None

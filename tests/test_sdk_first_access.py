@@ -27,8 +27,9 @@ from agents.extensions.memory import AdvancedSQLiteSession, SQLAlchemySession
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from sessionstore import Keyring, LocalKey, SessionStore, SQLSession
-from sessionstore._jobs._importer import IMPORT_KEY, import_sdk_sessions
+from sessionstore._jobs._importer import import_sdk_sessions
 from sessionstore._jobs._sdk_first_access import IMPORT_EVENT, SdkHistory, SdkTables
+from sessionstore._jobs._sdk_source import IMPORT_KEY
 from sessionstore._schema import metadata as schema_metadata
 from tests.support.cli import run
 from tests.support.sdk_runs import converse

@@ -43,7 +43,7 @@ from .._security._payload_sealing import SessionKeys
 from .._storage._session_sql import lock_session
 from .._store import SessionStore
 from .._store._writes import tx_append_general, tx_events, tx_merge_metadata
-from ._importer import (
+from ._sdk_source import (
     DEFAULT_MESSAGES_TABLE,
     DEFAULT_SESSIONS_TABLE,
     IMPORT_KEY,

@@ -16,15 +16,8 @@ import typer
 from rich.table import Table
 
 from .._builders import build_store
-from .._jobs._importer import (
-    DEFAULT_MESSAGES_TABLE,
-    DEFAULT_SESSIONS_TABLE,
-    ImportProgress,
-    ImportReport,
-    SessionImport,
-    SourceOrder,
-    import_sdk_sessions,
-)
+from .._jobs._importer import ImportProgress, ImportReport, SessionImport, import_sdk_sessions
+from .._jobs._sdk_source import DEFAULT_MESSAGES_TABLE, DEFAULT_SESSIONS_TABLE, SourceOrder
 from .._store import DEFAULT_MODEL, SessionStore
 from ._common import ConfigOption, UrlOption, console, emit_json, load_settings
 from ._exit_codes import EXIT_FAILED
