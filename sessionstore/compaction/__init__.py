@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         SummaryTooLongError,
     )
     from .._opaque import is_opaque
+    from .._store._context_replacement import CompactionResult
     from ._background_policy import BackgroundPolicy
     from ._manager import CompactionManager
     from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from ._message import Message
     from ._observers import CompactionObserver
     from ._outcome import CompactionConfig, CompactionOutcome, Layers
-    from ._persist import CompactionResult
     from ._policy import CompactionPolicy, TriggerDecision
     from ._preflight._hygiene import ABORTED_OUTPUT, HygieneScan, NormalizeReport, normalize
     from ._preflight._masking import (
@@ -91,7 +91,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "CompactionObserver": ("._observers", "CompactionObserver"),
     "OpenAISummarizer": ("._summarizers._openai", "OpenAISummarizer"),
     "ProviderSummarizer": ("._summarizers._provider", "ProviderSummarizer"),
-    "CompactionResult": ("._persist", "CompactionResult"),
+    "CompactionResult": (".._store._context_replacement", "CompactionResult"),
     "CompactionPolicy": ("._policy", "CompactionPolicy"),
     "TriggerDecision": ("._policy", "TriggerDecision"),
     "BUILTIN_STRATEGIES": ("._summarizers._prompts", "BUILTIN_STRATEGIES"),

@@ -26,14 +26,8 @@ from .._items import check_item_size, rough_chars
 from .._rows import StoredRow, visible_rows
 from .._storage._loops import KeyedLocks
 from .._store import SessionStore
-from ..archive._sinks import ArchiveDelivery
-from ._background._background import BackgroundCompactor
-from ._background._leases import tx_commit_releasing
-from ._message import as_item
-from ._observers import CompactionObserver
-from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
-from ._partition import Partition, Unit, build_units, fit
-from ._persist import (
+from .._store._compaction_leases import tx_commit_releasing
+from .._store._context_replacement import (
     CompactionResult,
     CompactionWrite,
     archived_record,
@@ -41,6 +35,12 @@ from ._persist import (
     marker_tokens,
     own_start,
 )
+from ..archive._sinks import ArchiveDelivery
+from ._background._background import BackgroundCompactor
+from ._message import as_item
+from ._observers import CompactionObserver
+from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
+from ._partition import Partition, Unit, build_units, fit
 from ._policy import Trigger, TriggerDecision, decide
 from ._preflight._fixed_costs import FixedCostCache
 from ._preflight._masking import MaskReport, RowMasking

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ._persist import CompactionResult
+    from .._store._context_replacement import CompactionResult
 
 
 class CompactionObserver(Protocol):

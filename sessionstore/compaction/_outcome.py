@@ -7,13 +7,13 @@ from dataclasses import InitVar, dataclass, field
 
 from .._events import Event
 from .._store import SessionStore
+from .._store._context_replacement import (
+    CompactionResult,
+)
 from .._tokens import TokenEstimator
 from ..archive._sinks import ArchiveSink
 from . import _result_events as result_events
 from ._partition import Partition
-from ._persist import (
-    CompactionResult,
-)
 from ._policy import CompactionPolicy, TriggerDecision
 from ._summarizers._summarizer import Summarizer
 from ._summarizing import Summary

@@ -22,11 +22,16 @@ from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows
 from .._schema import KIND_SUMMARY
 from .._store import SessionStore
+from .._store._context_replacement import (
+    CompactionResult,
+    CompactionWrite,
+    encode_replaced,
+    own_start,
+)
+from .._store._context_replacement import tx_commit_compaction as commit
 from .._tokens import TokenEstimator
 from . import _result_events as result_events
 from ._marker import summary_marker
-from ._persist import CompactionResult, CompactionWrite, encode_replaced, own_start
-from ._persist import tx_commit_compaction as commit
 from ._policy import CompactionPolicy, TriggerDecision
 from ._summarizers._extractive import ExtractiveSummarizer
 from ._summarizers._prompts import resolve_strategy

@@ -22,12 +22,12 @@ from .._events import Event
 from .._items import text_of
 from .._opaque import is_opaque
 from .._store import SessionStore
+from .._store._context_replacement import (
+    ProviderItem,
+)
 from .._tokens import TokenEstimator
 from ._marker import SUMMARY_START
 from ._partition import Partition, Unit
-from ._persist import (
-    ProviderItem,
-)
 from ._policy import CompactionPolicy
 from ._rebind import Rebind
 from ._summarizers._factsheet import Carried, carry_forward

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import Result
 
 from sessionstore import SessionStore
-from sessionstore.compaction._background._leases import tx_take_lease
+from sessionstore._store._compaction_leases import tx_take_lease
 from tests.support.cli import BAD_CONFIG_PROBLEM, NO_KEYS, run
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sessionstore import SessionStore, StoredRow
 from sessionstore._items import encode_payload, text_of
 from sessionstore._security._archive_codec import decode_archive, encode_line
-from sessionstore.compaction._persist import archived_line, archived_record
+from sessionstore._store._context_replacement import archived_line, archived_record
 from tests.compaction.test_manager import manager_for
 from tests.support.archives import raw_archive
 from tests.support.histories import turns

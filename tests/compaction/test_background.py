@@ -13,13 +13,13 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import Keyring, LocalKey, SessionStore
+from sessionstore._store._compaction_leases import tx_take_lease
 from sessionstore.compaction import (
     BackgroundPolicy,
     CompactionConfig,
     CompactionManager,
     CompactionPolicy,
 )
-from sessionstore.compaction._background._leases import tx_take_lease
 from sessionstore.exporters._bus import EventBus
 from sessionstore.exporters._callback import CallbackExporter
 from tests.support.background import (

@@ -32,12 +32,20 @@ from ..._events import Event
 from ..._rows import StoredRow, visible_rows
 from ..._security._archive_codec import encode_line
 from ..._store import SessionStore
+from ..._store._compaction_leases import (
+    Grant,
+    Lease,
+    read_lease,
+    tx_drop,
+    tx_release,
+    tx_save_prepared,
+    tx_take_lease,
+)
+from ..._store._context_replacement import ProviderItem, marker_tokens
 from ..._tokens import TokenEstimator
 from .._partition import Partition, Unit
-from .._persist import ProviderItem, marker_tokens
 from .._policy import CompactionPolicy
 from .._summarizers._summarizer import Summarizer
-from ._leases import Grant, Lease, read_lease, tx_drop, tx_release, tx_save_prepared, tx_take_lease
 
 _SUMMARY_ROW_OVERHEAD: Final = 16  # the marker line and message framing around the text
 

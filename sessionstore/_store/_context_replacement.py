@@ -57,7 +57,7 @@ from .._storage._session_sql import (
     write_rows,
 )
 from .._tokens import TokenEstimator
-from ._marker import summary_marker
+from ..compaction._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
 

@@ -21,14 +21,14 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy.engine import Connection
 
-from ..._errors import SealedDataError
-from ..._events import Event
-from ..._schema import compaction_leases as leases
-from ..._schema import events
-from ..._security._payload_sealing import SessionKeys, open_text, seal_text
-from ..._storage._session_sql import SESSION_ROW, lock_session
-from ..._utc import as_utc
-from .._persist import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
+from .._errors import SealedDataError
+from .._events import Event
+from .._schema import compaction_leases as leases
+from .._schema import events
+from .._security._payload_sealing import SessionKeys, open_text, seal_text
+from .._storage._session_sql import SESSION_ROW, lock_session
+from .._utc import as_utc
+from ._context_replacement import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
 
 Outcome = Literal["granted", "held", "ready", "no_session"]
 _BY_SESSION: Final = sa.select(leases).where(leases.c.session_id == sa.bindparam("sid"))
