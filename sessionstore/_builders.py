@@ -21,7 +21,7 @@ from ._security._redaction import Redactor
 
 if TYPE_CHECKING:
     from ._store import SessionStore
-    from .archive._sinks import ArchiveSink
+    from .archive import ArchiveSink
     from .compaction._manager import CompactionManager
     from .compaction._summarizers._summarizer import Summarizer
     from .exporters._bus import EventBus, Exporter

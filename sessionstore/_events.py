@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 # Event fields that also get their own column; "max" is the spec's name for max_tokens.
+# The event a compaction records for its archive; archive sinks record it for their copies.
+ARCHIVAL_EVENT: Final = "compact.archival"
 _TYPED_COLUMNS: Final = {
     "compaction_id": "compaction_id",
     "model": "model",

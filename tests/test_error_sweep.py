@@ -27,8 +27,7 @@ from sessionstore._jobs._importer import import_sdk_sessions
 from sessionstore._jobs._key_rotation import check_retirable
 from sessionstore._schema import archives, messages
 from sessionstore._security._crypto import AwsKmsKey, Keyring, LocalKey
-from sessionstore.archive import FilesystemSink, read_archives
-from sessionstore.archive._sinks import ArchiveDelivery
+from sessionstore.archive import ArchiveDelivery, FilesystemSink, read_archives
 from sessionstore.cli._common import _first_line, outcome_of
 from sessionstore.cli._query import _run as run_query  # the command's own runner
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy

@@ -217,7 +217,7 @@ async def test_postgres_function_matches_the_python_job(pg_url: str) -> None:
 
 async def test_sealed_archives_still_open_after_the_plaintext_purge(db_url: str) -> None:
     from sessionstore._security._crypto import Keyring, LocalKey
-    from sessionstore.archive._reader import read_archives
+    from sessionstore.archive import read_archives
 
     async with SessionStore(
         db_url, create_tables=True, keyring=Keyring([LocalKey.generate("k1")])

@@ -33,7 +33,7 @@ from sessionstore import SessionStore, SQLSession
 from sessionstore._rows import StoredRow
 from sessionstore._tokens import TokenEstimator, count_tools
 from sessionstore.adapters.agents_sdk import input_filter, tool_schemas
-from sessionstore.archive._reader import read_archives
+from sessionstore.archive import read_archives
 from sessionstore.compaction import (
     CompactionConfig,
     CompactionManager,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sessionstore import InvalidItemError, SessionStore, StoreError
 from sessionstore._tokens import estimator_for_model
-from sessionstore.archive._reader import read_archives
+from sessionstore.archive import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.database import scalar
 from tests.support.histories import coding_session

@@ -37,6 +37,7 @@ from .._schema import (
     compactions,
     events,
     sessions,
+    summary_marker,
 )
 from .._schema import messages as messages_table
 from .._security._archive_codec import (
@@ -57,7 +58,6 @@ from .._storage._session_sql import (
     write_rows,
 )
 from .._tokens import TokenEstimator
-from ..compaction._marker import summary_marker
 
 CountItem = Callable[[Mapping[str, Any]], int]
 

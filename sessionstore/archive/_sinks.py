@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from .._events import Event
+from .._events import ARCHIVAL_EVENT, Event
 from .._security._redaction import Redactor, redaction_disabled_event
 
 __all__ = [
-    "ARCHIVAL_EVENT",
     "ArchiveDelivery",
     "ArchiveSink",
     "Artifact",
@@ -29,8 +28,6 @@ __all__ = [
     "safe_name",
     "session_id_of",
 ]
-
-ARCHIVAL_EVENT: Final = "compact.archival"
 
 _SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 # Encoded names longer than this are cut and suffixed with a hash: file systems cap a name at

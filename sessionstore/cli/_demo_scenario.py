@@ -19,9 +19,9 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 
 from .._items import text_of
 from .._rows import StoredRow
+from .._schema import SUMMARY_START
 from .._store import SessionStore
 from ..adapters.agents_sdk import SQLSession, input_filter
-from ..compaction._marker import SUMMARY_START
 
 DEMO_SESSION = "demo"
 LONG_SESSION = "demo-long"

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
         SummaryTooLongError,
     )
     from .._opaque import is_opaque
+    from .._schema import SUMMARY_PREFIX, SUMMARY_START, summary_marker
     from .._store._context_replacement import CompactionResult
     from ._background_policy import BackgroundPolicy
     from ._manager import CompactionManager
-    from ._marker import SUMMARY_PREFIX, SUMMARY_START, summary_marker
     from ._masking_policy import MaskingPolicy
     from ._message import Message
     from ._observers import CompactionObserver
@@ -80,9 +80,9 @@ _HOMES: dict[str, tuple[str, str]] = {
     "CompactionManager": ("._manager", "CompactionManager"),
     "CompactionOutcome": ("._outcome", "CompactionOutcome"),
     "Layers": ("._outcome", "Layers"),
-    "SUMMARY_PREFIX": ("._marker", "SUMMARY_PREFIX"),
-    "SUMMARY_START": ("._marker", "SUMMARY_START"),
-    "summary_marker": ("._marker", "summary_marker"),
+    "SUMMARY_PREFIX": (".._schema", "SUMMARY_PREFIX"),
+    "SUMMARY_START": (".._schema", "SUMMARY_START"),
+    "summary_marker": (".._schema", "summary_marker"),
     "Message": ("._message", "Message"),
     "ABORTED_OUTPUT": ("._preflight._hygiene", "ABORTED_OUTPUT"),
     "HygieneScan": ("._preflight._hygiene", "HygieneScan"),

@@ -35,7 +35,7 @@ from .._store._context_replacement import (
     marker_tokens,
     own_start,
 )
-from ..archive._sinks import ArchiveDelivery
+from ..archive import ArchiveDelivery
 from ._background._background import BackgroundCompactor
 from ._message import as_item
 from ._observers import CompactionObserver

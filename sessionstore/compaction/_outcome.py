@@ -11,7 +11,7 @@ from .._store._context_replacement import (
     CompactionResult,
 )
 from .._tokens import TokenEstimator
-from ..archive._sinks import ArchiveSink
+from ..archive import ArchiveSink
 from . import _result_events as result_events
 from ._partition import Partition
 from ._policy import CompactionPolicy, TriggerDecision

@@ -20,7 +20,7 @@ from .._events import Event
 from .._items import text_of
 from .._opaque import is_opaque
 from .._rows import StoredRow, visible_rows
-from .._schema import KIND_SUMMARY
+from .._schema import KIND_SUMMARY, summary_marker
 from .._store import SessionStore
 from .._store._context_replacement import (
     CompactionResult,
@@ -31,7 +31,6 @@ from .._store._context_replacement import (
 from .._store._context_replacement import tx_commit_compaction as commit
 from .._tokens import TokenEstimator
 from . import _result_events as result_events
-from ._marker import summary_marker
 from ._policy import CompactionPolicy, TriggerDecision
 from ._summarizers._extractive import ExtractiveSummarizer
 from ._summarizers._prompts import resolve_strategy

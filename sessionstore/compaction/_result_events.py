@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._events import Event
-from ..archive._sinks import ARCHIVAL_EVENT
+from .._events import ARCHIVAL_EVENT, Event
 
 
 def summary_created(

@@ -21,12 +21,12 @@ from .._errors import (
 from .._events import Event
 from .._items import text_of
 from .._opaque import is_opaque
+from .._schema import SUMMARY_START
 from .._store import SessionStore
 from .._store._context_replacement import (
     ProviderItem,
 )
 from .._tokens import TokenEstimator
-from ._marker import SUMMARY_START
 from ._partition import Partition, Unit
 from ._policy import CompactionPolicy
 from ._rebind import Rebind

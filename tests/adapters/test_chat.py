@@ -9,10 +9,10 @@ import openai
 import pytest
 
 from sessionstore import SessionStore
+from sessionstore._schema import SUMMARY_START
 from sessionstore._tokens import estimator_for_model
 from sessionstore.adapters.chat import ChatConversation, reply_message
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
-from sessionstore.compaction._marker import SUMMARY_START
 from tests.support.openai_server import OpenAIServer, ok, tool_call
 
 WINDOW = 1_500

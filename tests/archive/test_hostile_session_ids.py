@@ -20,9 +20,10 @@ import sqlalchemy as sa
 
 from sessionstore import InvalidSessionIdError, SessionStore, SessionStoreError
 from sessionstore._schema import compactions, messages, sessions
+from sessionstore.archive import ArchiveSink
 from sessionstore.archive._filesystem import EVENTS_FILE, FilesystemSink
 from sessionstore.archive._s3 import S3Sink
-from sessionstore.archive._sinks import ArchiveSink, safe_name, session_id_of
+from sessionstore.archive._sinks import safe_name, session_id_of
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.archives import s3_client
 from tests.support.histories import coding_session

@@ -10,7 +10,7 @@ from sessionstore import SessionStore
 from sessionstore._errors import KeyInUseError, SessionStoreError
 from sessionstore._jobs._key_rotation import check_retirable, key_usage, rotate_keys
 from sessionstore._security._crypto import Keyring, LocalKey
-from sessionstore.archive._reader import read_archives
+from sessionstore.archive import read_archives
 from tests.support.archives import compacted, raw_archive, update_archive
 
 K1 = LocalKey.generate("k1")

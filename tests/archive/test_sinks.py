@@ -20,9 +20,10 @@ import pytest
 from sessionstore._errors import ArchiveSinkError, SessionStoreError
 from sessionstore._events import Event
 from sessionstore._security._redaction import Redactor
+from sessionstore.archive import ArchiveDelivery, ArchiveSink
 from sessionstore.archive._filesystem import FilesystemSink
 from sessionstore.archive._s3 import S3Sink
-from sessionstore.archive._sinks import ArchiveDelivery, ArchiveSink, safe_name
+from sessionstore.archive._sinks import safe_name
 from tests.support.archives import CLIENT_OPTIONS, s3_client
 
 if TYPE_CHECKING:

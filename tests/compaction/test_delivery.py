@@ -13,8 +13,8 @@ from sessionstore import SessionStore
 from sessionstore._events import Event
 from sessionstore._schema import events
 from sessionstore.adapters.agents_sdk import watch_runs
+from sessionstore.archive import ArchiveDelivery
 from sessionstore.archive._filesystem import FilesystemSink
-from sessionstore.archive._sinks import ArchiveDelivery
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from sessionstore.exporters._bus import EventBus
 from sessionstore.exporters._callback import CallbackExporter

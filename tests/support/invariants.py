@@ -17,7 +17,7 @@ from sessionstore._items import answered_call, calls_in, text_of
 from sessionstore._rows import StoredRow, visible_rows
 from sessionstore._schema import KIND_CARRY, KIND_CLEAR, KIND_ITEM, archive_ranges, compactions
 from sessionstore._security._archive_sealing import OpenedArchive
-from sessionstore.archive._reader import read_archives
+from sessionstore.archive import read_archives
 
 Item = Mapping[str, Any]
 SUMMARY_MARK = "<COMPACT-SUMMARY v"

@@ -29,8 +29,8 @@ from typing import Any, Final, Protocol
 
 from ..._errors import SealedDataError
 from ..._events import Event
+from ..._items import encode_payload
 from ..._rows import StoredRow, visible_rows
-from ..._security._archive_codec import encode_line
 from ..._store import SessionStore
 from ..._store._compaction_leases import (
     Grant,
@@ -117,7 +117,7 @@ def _payload(row: StoredRow) -> str:
     if row.payload is not None:
         return row.payload
     assert row.item is not None, f"visible row {row.seq} has no payload"
-    return encode_line(row.item)
+    return encode_payload(row.item, 0)
 
 
 def _seqs(units: Sequence[Unit]) -> list[int]:

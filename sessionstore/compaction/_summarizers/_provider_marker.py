@@ -19,10 +19,9 @@ from sqlalchemy.engine import Connection
 from ..._items import text_of
 from ..._opaque import Bindings, is_opaque, tx_bindings
 from ..._rows import StoredRow
-from ..._schema import KIND_SUMMARY, compactions, sessions
+from ..._schema import KIND_SUMMARY, SUMMARY_LINE, compactions, sessions
 from ..._store import SessionStore
-from ...archive._reader import read_archives
-from .._marker import SUMMARY_LINE
+from ...archive import read_archives
 
 __all__ = ["Binding", "Bindings", "ReadableState", "bindings_of", "readable_state", "tx_binding"]
 

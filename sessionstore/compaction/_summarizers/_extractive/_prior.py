@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..._marker import SUMMARY_LINE
+from ...._schema import SUMMARY_LINE
 from .._entities import ENTITY_GROUPS, entities
 from .._subjects import (
     strip_was,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._marker import SUMMARY_LINE
+from ...._schema import SUMMARY_LINE
 from .._entities import entities
 from .._prompts import Entry
 from .._tool_state import tool_facts
