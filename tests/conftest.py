@@ -214,19 +214,19 @@ _RACES_LAST = ("test_store_threads.py::test_stores_in_processes_first_write",)
 # ~5 s on this VM.
 _SLOW_MARKS = ("cluster", "browser", "untraced")
 _SLOW = (
-    "tests/test_readme.py",
-    "tests/test_examples.py",
-    "tests/test_soak.py",
-    "tests/test_eval_",
-    "tests/test_bench_",
-    "tests/test_citus.py",
-    "tests/test_store_threads.py",
-    "tests/test_first_write_races.py",
-    "tests/test_demo.py",
+    "tests/docs/test_readme.py",
+    "tests/docs/test_examples.py",
+    "tests/system/test_soak.py",
+    "tests/system/test_eval_",
+    "tests/bench/test_bench_",
+    "tests/storage/postgres/test_citus.py",
+    "tests/store/test_store_threads.py",
+    "tests/storage/test_first_write_races.py",
+    "tests/cli/test_demo_scenario.py",
     "tests/compaction/test_background_concurrency.py",
     "tests/compaction/test_leases_killed.py",  # kills real processes
     "tests/cli/test_progress.py",  # drives the CLI through a pseudo-terminal
-    "tests/test_sdk_first_access.py::test_two_processes",
+    "tests/jobs/test_sdk_first_access.py::test_two_processes",
 )
 
 

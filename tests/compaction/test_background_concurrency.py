@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,8 +26,9 @@ from tests.support.background import (
 )
 from tests.support.background_worker import CRASH_EXIT
 from tests.support.histories import turns, user
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 OUTCOMES = ("compact.prepared_committed", "compact.prepared_discarded")
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,8 +21,9 @@ from sessionstore._utc import as_utc
 from tests.support.background import SlowSummarizer, background_manager, fill_between, prepare
 from tests.support.background_worker import HOLDING
 from tests.support.histories import user
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 LEASE_S = 4.0
 
 

@@ -4,7 +4,6 @@ is covered by the hash chain, and gives per-agent views of a session."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +22,10 @@ from sessionstore._schema import messages
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.database import edit_rows
 from tests.support.histories import assistant, call, output, user
+from tests.support.paths import REPO_ROOT
 
 K1 = LocalKey.generate("k1")
-SCHEMA_MD = Path(__file__).resolve().parents[1] / "docs" / "SCHEMA.md"
+SCHEMA_MD = REPO_ROOT / "docs" / "SCHEMA.md"
 
 
 def _triage_then_billing(n: int) -> list[tuple[str | None, list[dict[str, Any]]]]:

@@ -21,9 +21,10 @@ from sessionstore._schema import compactions
 from tests.support.cli import run_process
 from tests.support.invariants import assert_session_invariants
 from tests.support.openai_server import OpenAIServer
+from tests.support.paths import REPO_ROOT
 from tests.support.servers import AriadneIngest, serve
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO_ROOT / "examples"
 
 
 def _run(

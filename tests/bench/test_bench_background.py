@@ -5,11 +5,11 @@ and both end with the same number of compactions."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
+from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 async def test_the_bench_loop_commits_prepared_summaries_only_in_the_background(

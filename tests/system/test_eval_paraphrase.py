@@ -8,13 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES
+from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "bench" / "eval_paraphrase.py"
 
 

@@ -9,16 +9,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES, fill_template
 from tests.support.openai_server import OpenAIServer
+from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "bench" / "eval_retention.py"
 FACT_KINDS = {
     "goal", "constraint", "preference", "artifact", "decision", "open_action", "latest_request",

@@ -8,7 +8,7 @@ estimator; a run fails if any input exceeds the window (a context-limit error) o
 budget (the window minus `hard_cap_buffer`, which pre-flight must respect), if anything
 raises, or if any DESIGN.md invariant does not hold afterwards (tests/support/invariants.py).
 
-`SESSIONSTORE_SOAK_RUNS=1000 python -m pytest tests/test_soak.py -q -s` is the full soak
+`SESSIONSTORE_SOAK_RUNS=1000 python -m pytest tests/system/test_soak.py -q -s` is the full soak
 (-s shows the summary line of each backend; a failure always shows it); the default of 30
 runs keeps CI fast. A failing run names its seed: `SoakPlan.draw(seed)` replays it.
 """

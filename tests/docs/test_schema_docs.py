@@ -5,15 +5,15 @@ store's own calls on both backends."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from sessionstore import CallUsage, SessionStore
 from tests.support.histories import call, output, user
+from tests.support.paths import REPO_ROOT
 
-SCHEMA_MD = Path(__file__).resolve().parents[1] / "docs" / "SCHEMA.md"
+SCHEMA_MD = REPO_ROOT / "docs" / "SCHEMA.md"
 
 
 def _examples() -> list[str]:

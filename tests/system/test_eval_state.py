@@ -8,16 +8,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from tests.support.openai_server import OpenAIServer
+from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "bench" / "eval_state.py"
 QUICK = ("--quick", "--strategy", "task_state", "--masking", "off", "--json")
 

@@ -11,11 +11,12 @@ import ast
 import importlib
 import inspect
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 PUBLIC = (
     "sessionstore",
     "sessionstore.compaction",

@@ -33,8 +33,9 @@ from agents.memory import SQLiteSession
 
 from sessionstore.compaction import CompactionPolicy
 from tests.support.openai_server import OpenAIServer
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 README = ROOT / "README.md"
 FENCE = re.compile(
     r"^(?P<indent> *)```(?P<language>\w+)\n(?P<body>.*?)^(?P=indent)```$", re.M | re.S
