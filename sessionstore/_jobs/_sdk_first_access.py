@@ -212,7 +212,7 @@ class SdkHistory:
                 skipped[0].problem,
             )
             return
-        payloads, infos, counts = await asyncio.to_thread(store._prepare, items)
+        payloads, infos, counts, _ = await asyncio.to_thread(store._prepare, items, None)
         batch = Batch(
             session_id=session_id,
             payloads=payloads,

@@ -43,6 +43,7 @@ from .._history._verify import tx_checked_active
 from .._items import (
     ItemInfo,
     call_names_in,
+    check_item_size,
     check_json_object,
     check_typed_columns,
     describe,
@@ -118,6 +119,22 @@ class Publisher(Protocol):
 # Preparing this much text (validate, encode, count) takes ~10 ms; a batch with more is
 # prepared on a worker thread so the event loop keeps serving other tasks.
 _PREPARE_INLINE_MAX_CHARS: Final = 64 * 1024
+
+
+class Truncation(Protocol):
+    """Write-time truncation applied to a batch on its way in (a `CompactionManager` is one):
+    the store asks it about each item while it prepares the batch, so every item is checked
+    once and the caller has one door, `append`."""
+
+    def truncate_item(
+        self, item: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+        """(the item to store, the original to archive whole), or None to store it as is."""
+        ...
+
+    def items_truncated(self, session_id: str) -> None:
+        """Told once a batch holding truncated items is stored (a caller's copy is stale)."""
+        ...
 
 
 class SessionStore(SessionHistory):
@@ -308,6 +325,7 @@ class SessionStore(SessionHistory):
         originals: Mapping[int, Mapping[str, Any]] | None = None,
         token: str | None = None,
         agent: str | None = None,
+        truncation: Truncation | None = None,
     ) -> list[int]:
         """Append items in order and return their seqs. All or nothing.
 
@@ -318,10 +336,17 @@ class SessionStore(SessionHistory):
         again with the token of a stored batch stores nothing and returns its seqs,
         so a retry after `StoreUnavailableError(outcome_known=False)` is safe.
         `agent` names the agent that produced the items (`messages.agent`; None for user
-        input or when not known).
+        input or when not known). `truncation` (a `CompactionManager`) cuts long tool outputs
+        as the batch is prepared, their originals archived in the same transaction.
         """
         seqs, _ = await self.append_counted(
-            session_id, items, protected=protected, originals=originals, token=token, agent=agent
+            session_id,
+            items,
+            protected=protected,
+            originals=originals,
+            token=token,
+            agent=agent,
+            truncation=truncation,
         )
         return seqs
 
@@ -334,6 +359,7 @@ class SessionStore(SessionHistory):
         originals: Mapping[int, Mapping[str, Any]] | None = None,
         token: str | None = None,
         agent: str | None = None,
+        truncation: Truncation | None = None,
     ) -> tuple[list[int], int]:
         """`append`, also returning the tokens the items were counted at (what an importer
         reports, without counting every item a second time)."""
@@ -344,11 +370,13 @@ class SessionStore(SessionHistory):
         agent = check_agent_name(agent)
         if not items:
             return [], 0
+        if truncation is not None and originals:
+            raise ValueError("pass originals or truncation, not both")
         if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
-            prepared = await asyncio.to_thread(self._prepare, items)
+            prepared = await asyncio.to_thread(self._prepare, items, truncation)
         else:  # a thread hop costs more than preparing a turn
-            prepared = self._prepare(items)
-        payloads, infos, counts = prepared
+            prepared = self._prepare(items, truncation)
+        payloads, infos, counts, cut = prepared
         await self.ensure_ready()
         batch = Batch(
             session_id=session_id,
@@ -361,23 +389,37 @@ class SessionStore(SessionHistory):
             agent=agent,
         )
         try:
-            return await self._write_batch(batch, originals or {}), sum(counts)
+            seqs = await self._write_batch(batch, cut or originals or {})
         except DuplicateAppendError:  # a retry of a stored batch: what it stored then
             first = await self.database.read(read_token_seq, session_id, token)
             return list(range(first, first + len(items))), sum(counts)
         except StoreUnavailableError as error:
             error.token = token
             raise
+        if cut and truncation is not None:
+            truncation.items_truncated(session_id)
+        return seqs, sum(counts)
 
     def _prepare(
-        self, items: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[str], list[ItemInfo], list[int]]:
-        """Validate, encode, describe and count a batch: the CPU work of an append."""
+        self, items: Sequence[Mapping[str, Any]], truncation: Truncation | None
+    ) -> tuple[list[str], list[ItemInfo], list[int], dict[int, Mapping[str, Any]]]:
+        """Validate, encode, describe and count a batch (the CPU work of an append), with the
+        originals of the items `truncation` cut, by index."""
         limit = self.max_item_bytes
+        originals: dict[int, Mapping[str, Any]] = {}
+        if truncation is not None:
+            items = list(items)
+            for index, item in enumerate(items):
+                if type(item) is not dict and not isinstance(item, Mapping):
+                    continue  # encode_payload says why it is no item
+                cut = truncation.truncate_item(item)
+                if cut is not None:
+                    check_item_size(item, index, limit)  # the original is archived whole
+                    items[index], originals[index] = cut
         payloads = [encode_payload(item, index, limit) for index, item in enumerate(items)]
         names = call_names_in(items)  # validated above: every item is a mapping
         infos = [check_typed_columns(describe(item, names), n) for n, item in enumerate(items)]
-        return payloads, infos, [self.estimator.count_item(item) for item in items]
+        return payloads, infos, [self.estimator.count_item(item) for item in items], originals
 
     async def _write_batch(
         self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]

@@ -16,13 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Literal
 
-from .._arguments import check_agent_name, check_session_id, item_list
+from .._arguments import item_list
 from .._errors import (
     CompactionError,
     CompactionErrorReason,
 )
 from .._events import Event
-from .._items import check_item_size, rough_chars
 from .._rows import StoredRow, visible_rows
 from .._storage._loops import KeyedLocks
 from .._store import SessionStore
@@ -113,20 +112,17 @@ class CompactionManager(Summarizing):
             freed = masking.view(session_id, rows).report.tokens_freed
         return freed
 
-    def truncate_outputs(
-        self, items: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
-        """Write-time truncation: the items to store, and the originals to archive by index."""
-        stored: list[Mapping[str, Any]] = []
-        originals: dict[int, Mapping[str, Any]] = {}
-        for index, item in enumerate(items):
-            cut = truncate_tool_output(item, self.policy.truncation, self.estimator)
-            if cut is None:
-                stored.append(item)
-            else:
-                stored.append(cut.item)
-                originals[index] = cut.original
-        return stored, originals
+    def truncate_item(
+        self, item: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+        """Write-time truncation (the store's `Truncation`): the item to store and the
+        original to archive, or None when the item is stored as it is."""
+        cut = truncate_tool_output(item, self.policy.truncation, self.estimator)
+        return None if cut is None else (cut.item, cut.original)
+
+    def items_truncated(self, session_id: str) -> None:
+        """A batch with truncated outputs was stored: a caller still holds the full ones."""
+        self._rewritten(session_id)
 
     async def append(
         self,
@@ -136,32 +132,12 @@ class CompactionManager(Summarizing):
         token: str | None = None,
         agent: str | None = None,
     ) -> list[int]:
-        """Append with write-time truncation (originals archived in the same transaction).
-
-        `token` is the batch's idempotency token and `agent` the agent that produced the
-        items (see `SessionStore.append`). Items are read once (a generator works) and
-        checked like the store checks them, before any work.
-        """
-        check_session_id(session_id)
-        check_agent_name(agent)
-        batch = item_list(items)
-        if rough_chars(batch) > self.policy.truncation.max_bytes:  # big: off the event loop
-            stored, originals = await asyncio.to_thread(self._checked_truncation, batch)
-        else:
-            stored, originals = self._checked_truncation(batch)
-        seqs = await self.store.append(
-            session_id, stored, originals=originals, token=token, agent=agent
+        """`SessionStore.append` with write-time truncation (originals archived in the same
+        transaction): `token` is the batch's idempotency token, `agent` the agent that
+        produced the items. Items are read once (a generator works) and checked once."""
+        return await self.store.append(
+            session_id, item_list(items), token=token, agent=agent, truncation=self
         )
-        if originals:  # a caller still holds the full outputs: its copy is stale
-            self._rewritten(session_id)
-        return seqs
-
-    def _checked_truncation(
-        self, items: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[Mapping[str, Any]], dict[int, Mapping[str, Any]]]:
-        for index, item in enumerate(items):  # before truncation works on an oversized one
-            check_item_size(item, index, self.store.max_item_bytes)
-        return self.truncate_outputs(items)
 
     # ------------------------------------- the message-list API (docs/COMPACTION.md)
 

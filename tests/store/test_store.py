@@ -507,3 +507,42 @@ async def test_a_50_mb_tool_output_through_a_manager_is_cut_and_archived_whole(
         (archive,) = await read_archives(store, "s")
         assert archive.archive_id == rows[1].archive_id
         assert [record["item"] for record in archive.records] == [result]  # the whole original
+
+
+class _CutLong:
+    """A Truncation that stores any item holding "long" as a stub, and says when it did."""
+
+    def __init__(self) -> None:
+        self.told: list[str] = []
+        self.asked = 0
+
+    def truncate_item(
+        self, item: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+        self.asked += 1
+        if "long" not in str(item.get("content")):
+            return None
+        return {**item, "content": "[cut]"}, item
+
+    def items_truncated(self, session_id: str) -> None:
+        self.told.append(session_id)
+
+
+async def test_one_door_appends_with_truncation_and_archives_each_original(db_url: str) -> None:
+    """`append(truncation=...)` asks about every item once, stores the cut copies with
+    their originals archived in the same write, and says so once per batch that cut."""
+    cut = _CutLong()
+    long_item = {"role": "tool", "content": "a long output", "tool_call_id": "c1"}
+    async with SessionStore(db_url, create_tables=True) as store:
+        await store.append("s", [{"role": "user", "content": "hi"}], truncation=cut)
+        assert cut.told == [] and cut.asked == 1  # nothing cut: nothing to say
+        await store.append("s", [{"role": "user", "content": "x"}, long_item], truncation=cut)
+        assert cut.told == ["s"] and cut.asked == 3
+        assert (await store.load_context("s"))[-1]["content"] == "[cut]"
+        (archive,) = await read_archives(store, "s")
+        assert [record["item"] for record in archive.records] == [long_item]
+        with pytest.raises(ValueError, match="originals or truncation"):
+            await store.append("s", [long_item], originals={0: long_item}, truncation=cut)
+        with pytest.raises(InvalidItemError, match="item #0"):  # checked, not truncated
+            await store.append("s", ["not an item"], truncation=cut)  # type: ignore[list-item]
+        assert len(await store.history("s")) == 3

@@ -274,10 +274,9 @@ class SQLSession(SDKSurface):
     async def _append(
         self, items: Sequence[Mapping[str, Any]], token: str | None, agent: str | None
     ) -> None:
-        if self.manager is None:
-            await self.store.append(self.active_session_id, items, token=token, agent=agent)
-        else:
-            await self.manager.append(self.active_session_id, items, token=token, agent=agent)
+        await self.store.append(
+            self.active_session_id, items, token=token, agent=agent, truncation=self.manager
+        )
 
     async def _record_usage(self, wrapper: RunContextWrapper[Any]) -> None:
         run = current_run(self.active_session_id, id(self.store))
