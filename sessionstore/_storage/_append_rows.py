@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -23,6 +23,16 @@ from .._security._payload_sealing import SessionKeys
 from ._session_sql import seal_row
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
+
+
+class ActiveRow(Protocol):
+    """A row of the active-context statements: `seq`, `kind`, `ref_seq`, `payload` (JSON
+    text), `payload_sealed`, read by name or (seq, kind, ref_seq first) by position. A
+    sqlite3.Row or an asyncpg Record: no copy of 10,000 rows into another shape."""
+
+    def __getitem__(self, key: Any, /) -> Any: ...
+
+
 # What an append needs to know of its session besides last_seq: how to seal and chain rows.
 SESSION_STATE: Final = (
     sessions.c.last_seq,
@@ -392,9 +402,16 @@ def _row_values(batch: Batch, first: int, prepared: PreparedRows) -> Iterator[tu
         )
 
 
-def sqlite_active_rows(
-    conn: sqlite3.Connection, session_id: str, lineage: bool = False
-) -> list[tuple[Any, ...]]:
-    sql = _SQLITE_LINEAGE_SQL if lineage else _SQLITE_ACTIVE_SQL
-    rows: list[tuple[Any, ...]] = conn.execute(sql, {"sid": session_id}).fetchall()
+def sqlite_active_rows(conn: sqlite3.Connection, session_id: str) -> list[sqlite3.Row]:
+    """The active context's rows by name (seq, kind, ref_seq, payload, payload_sealed): the
+    plain statement, then, when it finds none (an empty session, or a branch that still
+    shares its parent's rows), the lineage statement, on the same connection."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    try:
+        rows = cursor.execute(_SQLITE_ACTIVE_SQL, {"sid": session_id}).fetchall()
+        if not rows:
+            rows = cursor.execute(_SQLITE_LINEAGE_SQL, {"sid": session_id}).fetchall()
+    finally:
+        cursor.close()
     return rows

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .._rows import Batch
 from .._security._payload_sealing import SessionKeys
+from ._append_rows import ActiveRow
 from ._call_record import CallRecord
 from ._outcomes import DEFAULT_TIMEOUT_S
 from ._postgres._database import PostgresDatabase
@@ -68,10 +69,10 @@ class Database(Protocol):
         the session's total: move the known total with it (`append_batch` does so itself)."""
         ...
 
-    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
-        """The load hot path: (seq, kind, ref_seq, payload, payload_sealed) of the active
-        context, payloads as JSON text, in one statement; `lineage` includes the rows a
-        branch shares with its ancestors (the plain statement returns none for it)."""
+    async def active_rows(self, session_id: str) -> Sequence[ActiveRow]:
+        """The load hot path: the active context's rows, payloads as JSON text, in one
+        statement, or two for a branch that still shares its ancestors' rows (the plain
+        statement finds none of them; the lineage one reads them first)."""
         ...
 
     async def catch_up_search_index(self, session_id: str | None = None) -> bool:

@@ -114,7 +114,7 @@ def visible_payloads(
 
 def decoded_visible(records: Sequence[Any]) -> list[dict[str, Any]]:
     """The items of the visible rows among driver records (seq, kind, ref_seq, payload, ...)."""
-    return decode_payloads([record[3] for record in visible_in_order(records)])
+    return decode_payloads([record["payload"] for record in visible_in_order(records)])
 
 
 def newest_rows(

@@ -533,11 +533,14 @@ class SessionStore(SessionHistory):
             return items[-limit:] if limit is not None and limit > 0 else items
         if limit is not None and limit > 0:
             return await self.database.read(read_tail, session_id, limit, self.session_keys)
+        return await self._active_items(session_id)
+
+    async def _active_items(self, session_id: str) -> list[dict[str, Any]]:
+        """The whole active context's items: one driver-level read while the session's rows
+        are plain, the general read (which opens sealed payloads) otherwise."""
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
             records = await self.database.active_rows(session_id)
-            if not records:  # empty, or a branch that still shares its parent's rows
-                records = await self.database.active_rows(session_id, lineage=True)
-            if not any(record[4] is not None for record in records):  # older sealed rows?
+            if all(record["payload_sealed"] is None for record in records):  # none sealed
                 if len(records) > BIG_READ:  # a big context: not on the loop's thread
                     return await asyncio.to_thread(decoded_visible, records)
                 return decoded_visible(records)

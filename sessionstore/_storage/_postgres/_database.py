@@ -27,6 +27,7 @@ from .._append_rows import (
     PG_LINEAGE_SQL,
     PG_SESSION_STATE_SQL,
     STATE_NAMES,
+    ActiveRow,
     pg_append_args,
 )
 from .._call_record import CallRecord, pg_record_call
@@ -356,10 +357,13 @@ class PostgresDatabase:
             return dict.fromkeys(STATE_NAMES) | {"last_seq": 0}
         return dict(rows[0])
 
-    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
-        if lineage and self.citus:
+    async def active_rows(self, session_id: str) -> Sequence[ActiveRow]:
+        rows = await self.fetch_statement(PG_ACTIVE_SQL, session_id)
+        if rows:
+            return rows
+        if self.citus:  # an empty session, or a branch still sharing its parent's rows
             return await citus_lineage_rows(self.fetch_statement, session_id)
-        return await self.fetch_statement(PG_LINEAGE_SQL if lineage else PG_ACTIVE_SQL, session_id)
+        return await self.fetch_statement(PG_LINEAGE_SQL, session_id)
 
     def _translate(
         self, error: Exception, writing: bool, *, may_have_committed: bool

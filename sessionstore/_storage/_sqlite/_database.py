@@ -28,6 +28,7 @@ from ..._rows import Batch
 from ..._security._payload_sealing import SessionKeys
 from .._append_only import register as register_maintenance
 from .._append_rows import (
+    ActiveRow,
     sqlite_active_rows,
     sqlite_append,
 )
@@ -252,9 +253,9 @@ class SQLiteDatabase:
             return False
         return True
 
-    async def active_rows(self, session_id: str, lineage: bool = False) -> Sequence[Sequence[Any]]:
+    async def active_rows(self, session_id: str) -> Sequence[ActiveRow]:
         loop = asyncio.get_running_loop()
-        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id, lineage))
+        job = partial(self._read_driver_sync, sqlite_active_rows, (session_id,))
         return await loop.run_in_executor(self._readers, job)
 
     def _close_writer(self) -> None:
