@@ -1,4 +1,4 @@
-"""`record`: the dataclass decorator of the value types built by the thousand on hot paths.
+"""`frozen`: the dataclass decorator of the value types built by the thousand on hot paths.
 
 A frozen dataclass sets every field through `object.__setattr__`: a `StoredRow` (16 fields)
 took 3-5 us to build against about 1 us for the same class unfrozen, and a compaction builds
@@ -16,6 +16,6 @@ _T = TypeVar("_T")
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def record(cls: type[_T]) -> type[_T]:
+def frozen(cls: type[_T]) -> type[_T]:
     """`cls` as a slotted dataclass, read-only to the type checker (see the module)."""
     return dataclass(slots=True, unsafe_hash=True)(cls)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ._errors import InvalidItemError, UnserializableItemError
-from ._frozen import record
+from ._frozen import frozen
 from ._opaque import OPAQUE_TYPES, describe_opaque
 
 # Work on a text longer than this is done a slice at a time. One C call over a whole 50 MB
@@ -24,7 +24,7 @@ SLICE_CHARS: Final = 1 << 20
 _CANONICAL: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-@record
+@frozen
 class ItemInfo:
     """The typed columns extracted from one item."""
 

@@ -15,7 +15,7 @@ from operator import attrgetter, itemgetter
 from typing import Any, Final, TypeVar
 
 from ._errors import CorruptRowError
-from ._frozen import record
+from ._frozen import frozen
 from ._items import SLICE_CHARS, ItemInfo
 from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
 
@@ -38,7 +38,7 @@ ITEM_COLUMNS: Final = (
 )
 
 
-@record
+@frozen
 class StoredRow:
     """One row of `messages`, with its payload decoded."""
 

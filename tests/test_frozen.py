@@ -1,4 +1,4 @@
-"""`record`: read-only to the type checker, and compared and hashed as a frozen dataclass."""
+"""`frozen`: read-only to the type checker, and compared and hashed as a frozen dataclass."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mypy import api as mypy_api
 
-from sessionstore import _frozen as record_module
-from sessionstore._frozen import record
+from sessionstore import _frozen as frozen_module
+from sessionstore._frozen import frozen
 
 
-@record
+@frozen
 class _Pair:
     key: int
     note: str | None = dataclasses.field(default=None, compare=False)
@@ -30,7 +30,7 @@ _notes = st.none() | st.text(max_size=5)
 
 
 @given(st.integers(), _notes, st.integers(), _notes)
-def test_a_record_compares_and_hashes_as_the_frozen_dataclass_would(
+def test_a_frozen_class_compares_and_hashes_as_the_frozen_dataclass_would(
     key: int, note: str | None, other_key: int, other_note: str | None
 ) -> None:
     ours, theirs = _Pair(key, note), _FrozenPair(key, note)
@@ -40,16 +40,16 @@ def test_a_record_compares_and_hashes_as_the_frozen_dataclass_would(
     assert not hasattr(ours, "__dict__")  # slotted
 
 
-def test_the_type_checker_refuses_to_assign_a_field_of_a_record(tmp_path: Path) -> None:
+def test_the_type_checker_refuses_to_assign_a_field_of_a_frozen_class(tmp_path: Path) -> None:
     # The module checked on its own (importing it from the package would have mypy check
     # the whole package): what it declares, frozen by default, is what mypy enforces.
-    (tmp_path / "declares.py").write_text(Path(record_module.__file__ or "").read_text())
+    (tmp_path / "declares.py").write_text(Path(frozen_module.__file__ or "").read_text())
     (tmp_path / "assigns.py").write_text(
         textwrap.dedent(
             """
-            from declares import record
+            from declares import frozen
 
-            @record
+            @frozen
             class Row:
                 seq: int
 

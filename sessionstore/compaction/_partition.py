@@ -16,7 +16,7 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from .._errors import CompactionError, CompactionErrorReason
-from .._frozen import record
+from .._frozen import frozen
 from .._items import answered_call, calls_in, role_of, text_of
 from .._rows import StoredRow
 from .._schema import KIND_SUMMARY
@@ -33,7 +33,7 @@ _MIN_TRUNCATED_USER_TOKENS = 32
 UnitKind = Literal["message", "tools", "summary", "other"]
 
 
-@record
+@frozen
 class Unit:
     """Rows that are kept or summarized together.
 

@@ -94,7 +94,8 @@ class SDKUsageMixin:
         self, user_turn_number: int | None = None, branch_id: str | None = None
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """Requests and tokens per user turn of a branch (current one by default), shaped
-        like AdvancedSQLiteSession's; `{}` for a turn without any. A call counts in a turn
+        like AdvancedSQLiteSession's (one turn's without its number, as the SDK's); `{}` for a
+        turn without any. A call counts in a turn
         when its input is known: the input filter recorded it, or `store_run_usage` did."""
         await self._first_access()
         store_id = self._store_session_of(branch_id)
@@ -107,7 +108,8 @@ class SDKUsageMixin:
         ]
         if user_turn_number is None:
             return rows
-        return next((row for row in rows if row["user_turn_number"] == user_turn_number), {})
+        found = next((row for row in rows if row["user_turn_number"] == user_turn_number), {})
+        return {key: value for key, value in found.items() if key != "user_turn_number"}
 
 
 def _call_usages(usage: Usage) -> list[CallUsage]:

@@ -94,6 +94,8 @@ async def test_usage_the_session_never_saw_lands_in_the_current_turn_as_in_the_s
             assert [t["user_turn_number"] for t in ours_turns] == [1, 2]
             turn_1 = await ours.get_turn_usage(1)
             assert isinstance(turn_1, dict) and _key_figures(turn_1) == (1, 100, 20, 120, 10, 5)
+            sdk_turn_1 = await sdk.get_turn_usage(1)
+            assert isinstance(sdk_turn_1, dict) and set(turn_1) == set(sdk_turn_1)
     finally:
         sdk.close()
 
