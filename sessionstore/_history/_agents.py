@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from .._rows import StoredRow, visible_rows
 from .._schema import messages
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import ROW_COLUMNS, stored_rows
+from .._storage._row_sql import ROW_COLUMNS, stored_rows
 
 _AGENT_HISTORY: Final = (
     sa.select(*ROW_COLUMNS)

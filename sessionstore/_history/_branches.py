@@ -22,7 +22,7 @@ from .._errors import BranchError
 from .._events import Event, session_event
 from .._schema import sessions
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import lock_session
+from .._storage._row_sql import lock_session
 from ._time_travel import (
     HistoryPoint,
     context_counts,

@@ -24,7 +24,7 @@ from .._rows import StoredRow
 from .._schema import messages
 from .._security._payload_sealing import SessionKeys
 from .._security._redaction import Redactor
-from .._storage._session_sql import ROW_COLUMNS, stored_rows
+from .._storage._row_sql import ROW_COLUMNS, stored_rows
 from .._storage._sqlite._search_index import match_pending
 
 _WORD: Final = re.compile(r"\w+")

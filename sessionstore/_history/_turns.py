@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from .._rows import decode_payload
 from .._schema import KIND_CLEAR, KIND_ITEM, messages
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import ROW_COLUMNS, stored_rows
+from .._storage._row_sql import ROW_COLUMNS, stored_rows
 from ._time_travel import lineage, user_messages
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)

@@ -22,7 +22,7 @@ from .._schema import KIND_CARRY, KIND_CLEAR, KIND_SUMMARY, compactions, message
 from .._security._chain import genesis, link, payload_digest
 from .._security._payload_sealing import SessionKeys
 from .._storage._off_loop import let_loop_run, off_loop_past
-from .._storage._session_sql import seq_range
+from .._storage._row_sql import seq_range
 from ._time_travel import Lineage, inherited_rows, lineage
 
 _MAX_PROBLEMS: Final = 20  # a report names the first problems, then counts the rest

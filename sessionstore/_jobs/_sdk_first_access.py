@@ -40,7 +40,7 @@ from .._events import Event
 from .._rows import Batch
 from .._schema import sessions
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import lock_session
+from .._storage._row_sql import lock_session
 from .._store import SessionStore
 from .._store._writes import tx_append_general, tx_events, tx_merge_metadata
 from ._sdk_source import (

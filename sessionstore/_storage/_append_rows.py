@@ -20,7 +20,7 @@ from .._rows import ITEM_COLUMNS, Batch
 from .._schema import KIND_ITEM, messages, sessions
 from .._security._chain import extend_plain
 from .._security._payload_sealing import SessionKeys
-from ._session_sql import seal_row
+from ._row_sql import seal_row
 
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
 

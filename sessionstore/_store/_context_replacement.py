@@ -49,7 +49,7 @@ from .._security._archive_codec import (
 )
 from .._security._archive_sealing import archive_columns
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import (
+from .._storage._row_sql import (
     AnyRow,
     carried_copy,
     lock_session,

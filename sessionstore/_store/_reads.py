@@ -30,7 +30,7 @@ from .._schema import (
     sessions,
 )
 from .._security._payload_sealing import SessionKeys
-from .._storage._session_sql import (
+from .._storage._row_sql import (
     ROW_COLUMNS,
     AnyRow,
     seq_range,

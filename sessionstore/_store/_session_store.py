@@ -69,7 +69,7 @@ from .._storage._loops import LoopSafeLock
 from .._storage._migrations import ensure_schema
 from .._storage._off_loop import BIG_READ
 from .._storage._outcomes import DEFAULT_TIMEOUT_S
-from .._storage._session_sql import (
+from .._storage._row_sql import (
     SESSION_ROW,
 )
 from .._storage._urls import resolve_url

@@ -40,7 +40,7 @@ from .._storage._append_only import maintenance
 from .._storage._append_rows import APPEND_UPSERT
 from .._storage._known_totals import keeps_totals
 from .._storage._off_loop import off_loop
-from .._storage._session_sql import (
+from .._storage._row_sql import (
     lock_session,
     marker_row,
     seq_range,
