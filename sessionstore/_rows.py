@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter, itemgetter
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from ._errors import CorruptRowError
 from ._frozen import frozen
@@ -21,21 +21,6 @@ from ._schema import KIND_ITEM, KIND_TOMBSTONE, VISIBLE_KINDS
 
 _RowT = TypeVar("_RowT", bound=Sequence[Any])  # a SQLAlchemy Row or an asyncpg Record
 _T = TypeVar("_T")
-
-ITEM_COLUMNS: Final = (
-    "session_id",
-    "seq",
-    "kind",
-    "role",
-    "item_type",
-    "tool_name",
-    "call_id",
-    "tokens",
-    "protected",
-    "payload",
-    "append_token",
-    "agent",
-)
 
 
 @frozen
@@ -164,23 +149,24 @@ class Batch:
     token: str
     agent: str | None = None  # the agent that produced every item of the batch
 
-    def rows(self, first: int) -> list[tuple[Any, ...]]:
-        """Column values (in ITEM_COLUMNS order), numbered from seq `first`."""
+    def rows(self, first: int) -> list[dict[str, Any]]:
+        """The `messages` rows of the batch by column name, numbered from seq `first`
+        (before sealing and chaining add their columns)."""
         return [
-            (
-                self.session_id,
-                first + offset,
-                KIND_ITEM,
-                info.role,
-                info.item_type,
-                info.tool_name,
-                info.call_id,
-                count,
-                self.protected or info.protected,
-                payload,
-                None if offset else self.token,
-                self.agent,
-            )
+            {
+                "session_id": self.session_id,
+                "seq": first + offset,
+                "kind": KIND_ITEM,
+                "role": info.role,
+                "item_type": info.item_type,
+                "tool_name": info.tool_name,
+                "call_id": info.call_id,
+                "tokens": count,
+                "protected": self.protected or info.protected,
+                "payload": payload,
+                "append_token": None if offset else self.token,
+                "agent": self.agent,
+            }
             for offset, (payload, info, count) in enumerate(
                 zip(self.payloads, self.infos, self.counts, strict=True)
             )

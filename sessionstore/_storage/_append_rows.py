@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from .._rows import ITEM_COLUMNS, Batch
+from .._rows import Batch
 from .._schema import KIND_ITEM, messages, sessions
 from .._security._chain import extend_plain
 from .._security._payload_sealing import SessionKeys
@@ -44,23 +44,17 @@ SESSION_STATE: Final = (
     sessions.c.sealed_from_seq,
 )
 STATE_NAMES: Final = tuple(column.name for column in SESSION_STATE)
-# What an append writes, in table order.
+# What an append writes: every column of `messages` in table order, but those only markers
+# and compactions set (ref_seq, compaction_id, archive_id) and the database's default.
 HOT_COLUMNS: Final = tuple(
     column.name
     for column in messages.c
-    if column.name in {*ITEM_COLUMNS, "payload_sealed", "payload_digest", "digest"}
+    if column.name not in {"ref_seq", "compaction_id", "archive_id", "created_at"}
 )
-assert (
-    (  # the order _row_values yields
-        *ITEM_COLUMNS[:10],
-        "payload_sealed",
-        "append_token",
-        "payload_digest",
-        "digest",
-        "agent",
-    )
-    == HOT_COLUMNS
-), HOT_COLUMNS
+assert HOT_COLUMNS == (  # the order _row_values binds (SQLite takes values by position)
+    "session_id", "seq", "kind", "role", "item_type", "tool_name", "call_id", "tokens",
+    "protected", "payload", "payload_sealed", "append_token", "payload_digest", "digest", "agent",
+), HOT_COLUMNS  # fmt: skip
 
 
 def _append_upsert(insert: Any) -> Any:
@@ -159,7 +153,26 @@ _SQLITE_ADVANCE_CHAIN_SQL: Final = """
 # idempotency token (stored on its first row), the expected last_seq and chain head, the
 # new chain head, start and wrapped key, then sealed payloads, payload digests and digests,
 # and the agent that produced the batch (one value for all its rows).
-PG_APPEND_SQL: Final = """
+# Each column's value in the INSERT below, by name: the batch's arrays come back from
+# `unnest` as `batch`, one value per row; the session id, token and agent are one value.
+_PG_VALUES: Final = {
+    "session_id": "$1",
+    "seq": "advanced.last_seq - $2::bigint + batch.ord",
+    "kind": f"'{KIND_ITEM}'",
+    "role": "batch.role",
+    "item_type": "batch.item_type",
+    "tool_name": "batch.tool_name",
+    "call_id": "batch.call_id",
+    "tokens": "batch.tokens",
+    "protected": "batch.protected",
+    "payload": "batch.payload::json",
+    "payload_sealed": "batch.sealed",
+    "append_token": "CASE WHEN batch.ord = 1 THEN $12::text END",
+    "payload_digest": "batch.body",
+    "digest": "batch.digest",
+    "agent": "$22::text",
+}
+PG_APPEND_SQL: Final = f"""
     WITH updated AS (
         UPDATE sessions SET
             last_seq = last_seq + $2::bigint,
@@ -183,13 +196,8 @@ PG_APPEND_SQL: Final = """
     ), advanced AS (
         SELECT last_seq FROM updated UNION ALL SELECT last_seq FROM created
     )
-    INSERT INTO messages
-        (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected, payload,
-         append_token, payload_sealed, payload_digest, digest, agent)
-    SELECT $1, advanced.last_seq - $2::bigint + batch.ord, 'item', batch.role, batch.item_type,
-           batch.tool_name, batch.call_id, batch.tokens, batch.protected, batch.payload::json,
-           CASE WHEN batch.ord = 1 THEN $12::text END, batch.sealed, batch.body, batch.digest,
-           $22::text
+    INSERT INTO messages ({", ".join(HOT_COLUMNS)})
+    SELECT {", ".join(_PG_VALUES[name] for name in HOT_COLUMNS)}
     FROM advanced,
          unnest(CAST($5 AS TEXT[]), CAST($6 AS TEXT[]),
                 CAST($7 AS TEXT[]), CAST($8 AS TEXT[]),
@@ -283,7 +291,7 @@ def prepared_rows(
         columns = {**start.updates, "chain_head": head}
         payloads: list[str | None] = list(batch.payloads)
         return PreparedRows(payloads, [None] * len(payloads), list(bodies), digests, columns)
-    rows = [dict(zip(ITEM_COLUMNS, values, strict=True)) for values in batch.rows(first)]
+    rows = batch.rows(first)
     cipher = keys.cipher(session)
     for row in rows:
         seal_row(row, cipher)

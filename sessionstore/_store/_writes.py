@@ -19,7 +19,6 @@ from .._history._time_travel import (
     inherited_segments,
 )
 from .._rows import (
-    ITEM_COLUMNS,
     Batch,
     decode_payload,
 )
@@ -114,11 +113,9 @@ def tx_append_general(
         archive_ids[index] = conn.execute(
             archives.insert().values(reason="truncation", **columns).returning(archives.c.id)
         ).scalar_one()
-    rows = []
-    for offset, values in enumerate(batch.rows(first)):
-        row = dict(zip(ITEM_COLUMNS, values, strict=True))
+    rows = batch.rows(first)
+    for offset, row in enumerate(rows):
         row["archive_id"] = archive_ids.get(offset)
-        rows.append(row)
     updates = write_rows(conn, keys, dict(session._mapping), rows)
     conn.execute(_INSERT_MESSAGES, rows)
     conn.execute(_UPDATE_SESSION, {"sid": batch.session_id, **updates})
