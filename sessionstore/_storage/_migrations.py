@@ -23,11 +23,11 @@ from .._errors import (
     SchemaTooNewError,
     StoreTimeoutError,
 )
+from .._loops import KeyedLocks
 from .._schema import VIEWS, metadata
 from ._append_only import maintenance
 from ._database import Database
 from ._head_schema import create_at_head, head_schema, is_empty
-from ._loops import KeyedLocks
 from ._outcomes import DEFAULT_TIMEOUT_S
 from ._postgres._citus import distribute, has_citus, is_distributed
 from ._postgres._database import PostgresDatabase

@@ -52,6 +52,7 @@ from .._items import (
     is_tool_output,
     rough_chars,
 )
+from .._loops import LoopSafeLock
 from .._rows import (
     Batch,
     SessionInfo,
@@ -65,7 +66,6 @@ from .._security._payload_sealing import SessionKeys
 from .._security._redaction import Redactor, redaction_disabled_event
 from .._storage._call_record import CallRecord
 from .._storage._database import open_database
-from .._storage._loops import LoopSafeLock
 from .._storage._migrations import ensure_schema
 from .._storage._off_loop import BIG_READ
 from .._storage._outcomes import DEFAULT_TIMEOUT_S

@@ -22,8 +22,8 @@ from .._errors import (
     CompactionErrorReason,
 )
 from .._events import Event
+from .._loops import KeyedLocks
 from .._rows import StoredRow, visible_rows
-from .._storage._loops import KeyedLocks
 from .._store import SessionStore
 from .._store._compaction_leases import tx_commit_releasing
 from .._store._context_replacement import (

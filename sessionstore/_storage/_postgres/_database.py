@@ -19,6 +19,7 @@ from ..._errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
+from ..._loops import PerLoop
 from ..._rows import Batch
 from ..._security._payload_sealing import SessionKeys
 from .._append_rows import (
@@ -33,7 +34,6 @@ from .._append_rows import (
 from .._call_record import CallRecord, pg_record_call
 from .._driver_errors import is_connection_lost, translate
 from .._known_totals import KNOWN_SESSIONS, KnownTotals
-from .._loops import PerLoop
 from .._outcomes import (
     DEFAULT_TIMEOUT_S,
     check_writable,

@@ -24,6 +24,7 @@ from ..._errors import (
     StoreError,
     StoreTimeoutError,
 )
+from ..._loops import PerLoop
 from ..._rows import Batch
 from ..._security._payload_sealing import SessionKeys
 from .._append_only import register as register_maintenance
@@ -35,7 +36,6 @@ from .._append_rows import (
 from .._call_record import CallRecord, sqlite_record_call
 from .._driver_errors import translate
 from .._known_totals import KnownTotals
-from .._loops import PerLoop
 from .._outcomes import DEFAULT_TIMEOUT_S, check_writable, on_thread, outcome_of, written_session
 from .._urls import is_memory_sqlite
 from ._group_commit import GroupCommit

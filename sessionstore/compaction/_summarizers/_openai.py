@@ -30,7 +30,7 @@ from ..._errors import (
     SummaryToolCallError,
     SummaryTooLongError,
 )
-from ..._storage._loops import PerLoop
+from ..._loops import PerLoop
 from ._extractive import current_state
 from ._prompts import build_messages, build_prompt
 from ._provider_errors import is_context_length_error

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from .._errors import StoreTimeoutError
+from ._errors import StoreTimeoutError
 
 _T = TypeVar("_T")
 _CLOSE_TIMEOUT_S = 5.0  # closing another loop's resource never holds up a close for longer

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from sessionstore._errors import StoreTimeoutError
-from sessionstore._storage._loops import KeyedLocks, LoopSafeLock, PerLoop
+from sessionstore._loops import KeyedLocks, LoopSafeLock, PerLoop
 
 
 def test_the_lock_excludes_tasks_on_loops_in_different_threads() -> None:
