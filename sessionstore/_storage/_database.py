@@ -10,7 +10,7 @@ drives asyncpg through SQLAlchemy's `run_sync`, with row locks per session.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,8 +20,10 @@ from .._security._payload_sealing import SessionKeys
 from ._append_rows import ActiveRow
 from ._call_record import CallRecord
 from ._outcomes import DEFAULT_TIMEOUT_S
-from ._postgres._database import PostgresDatabase
-from ._sqlite._database import SQLiteDatabase
+
+if TYPE_CHECKING:
+    from ._postgres._database import PostgresDatabase
+    from ._sqlite._database import SQLiteDatabase
 
 _T = TypeVar("_T")
 
@@ -103,7 +105,11 @@ def open_database(
     back; the store's own work runs on connections of its own. `failover_retry_s`
     (PostgreSQL) retries appends through a primary failover (see `PostgresDatabase`).
     """
+    # Each backend's runner loads with its first use: a SQLite program never imports the
+    # PostgreSQL driver (about 60 ms of a command's start-up).
     if url.get_backend_name() == "sqlite":
+        from ._sqlite._database import SQLiteDatabase
+
         return SQLiteDatabase(
             url,
             user_engine=engine,
@@ -113,6 +119,8 @@ def open_database(
             read_only=read_only,
             **engine_kwargs,
         )
+    from ._postgres._database import PostgresDatabase
+
     return PostgresDatabase(
         url,
         engine=engine,

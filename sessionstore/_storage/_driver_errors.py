@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Final
+import sys
+from typing import Any, Final
 
-import asyncpg
 from sqlalchemy import exc as sa_exc
 
 from .._errors import (
@@ -26,19 +26,33 @@ from .._errors import (
 from .._security._redaction import default_redactor
 
 _TOKEN_INDEX: Final = ("ux_messages_append_token", "messages.append_token")
-# asyncpg raises these when the server ends the session or the socket breaks.
-_LOST: Final = (
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,  # pg_terminate_backend, shutdowns
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-)
+
+
+# The asyncpg errors below are looked up only once asyncpg is loaded: before that, no error
+# can be one of them, and a SQLite program never loads the PostgreSQL driver.
+def _asyncpg() -> Any | None:
+    return sys.modules.get("asyncpg")
+
+
+def _lost() -> tuple[type[BaseException], ...]:
+    """What asyncpg raises when the server ends the session or the socket breaks."""
+    asyncpg = _asyncpg()
+    if asyncpg is None:
+        return (OSError,)
+    return (
+        OSError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.exceptions.OperatorInterventionError,  # pg_terminate_backend, shutdowns
+        asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
+    )
+
+
 # No host answered as a writable primary: every host a `target_session_attrs=read-write` URL
-# lists is a standby (asyncpg checks at connect), or the server refused a write as read-only
-# (a primary demoted under a live connection, a URL naming a standby). Refused before any
-# row was written: the outcome is known. SQLSTATE 25006 is read_only_sql_transaction.
-_NOT_PRIMARY: Final = (asyncpg.exceptions.TargetServerAttributeNotMatched,)
+# lists is a standby (asyncpg checks at connect, TargetServerAttributeNotMatched), or the
+# server refused a write as read-only (a primary demoted under a live connection, a URL naming
+# a standby). Refused before any row was written: the outcome is known. SQLSTATE 25006 is
+# read_only_sql_transaction.
 _READ_ONLY_SQLSTATE: Final = "25006"
 # SQLite's words for a file that cannot be reached (a missing directory, a dead disk).
 _SQLITE_LOST: Final = ("unable to open database file", "disk I/O error")
@@ -60,13 +74,16 @@ def is_connection_lost(error: BaseException) -> bool:
     inner = driver_error(error)
     if isinstance(inner, sqlite3.OperationalError):
         return any(words in str(inner) for words in _SQLITE_LOST)
-    return isinstance(inner, _LOST)
+    return isinstance(inner, _lost())
 
 
 def is_not_primary(error: BaseException) -> bool:
-    """The server that answered cannot take writes (a standby): see `_NOT_PRIMARY`."""
+    """The server that answered cannot take writes (a standby): see above."""
     inner = driver_error(error)
-    if isinstance(inner, _NOT_PRIMARY):
+    asyncpg = _asyncpg()
+    if asyncpg is not None and isinstance(
+        inner, asyncpg.exceptions.TargetServerAttributeNotMatched
+    ):
         return True
     return getattr(inner, "sqlstate", None) == _READ_ONLY_SQLSTATE
 
@@ -76,7 +93,9 @@ def is_database_error(error: BaseException) -> bool:
     (a StoreTimeoutError is a TimeoutError, and must not pass for a lost connection)."""
     if isinstance(error, SessionStoreError):
         return False
-    return isinstance(error, (sa_exc.SQLAlchemyError, sqlite3.Error, asyncpg.PostgresError, *_LOST))
+    asyncpg = _asyncpg()
+    postgres = () if asyncpg is None else (asyncpg.PostgresError,)
+    return isinstance(error, (sa_exc.SQLAlchemyError, sqlite3.Error, *postgres, *_lost()))
 
 
 def translate(
@@ -153,7 +172,8 @@ def _lost_kind(error: BaseException) -> str:
         return "connection refused"
     if isinstance(inner, TimeoutError):
         return "timed out"
-    if isinstance(inner, asyncpg.exceptions.OperatorInterventionError):
+    asyncpg = _asyncpg()
+    if asyncpg is not None and isinstance(inner, asyncpg.exceptions.OperatorInterventionError):
         return "the server ended the connection"
     if isinstance(inner, sqlite3.OperationalError):
         return str(inner).splitlines()[0]  # SQLite's own words, from _SQLITE_LOST

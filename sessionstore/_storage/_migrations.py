@@ -30,7 +30,6 @@ from ._database import Database
 from ._head_schema import create_at_head, head_schema, is_empty
 from ._outcomes import DEFAULT_TIMEOUT_S
 from ._postgres._citus import distribute, has_citus, is_distributed
-from ._postgres._database import PostgresDatabase
 
 if TYPE_CHECKING:  # Alembic loads only when a migration or revision lookup needs it
     from alembic.config import Config
@@ -194,6 +193,17 @@ async def create_query_role(database: Database, role: str) -> None:
     await database.write(_grant_query_role, role)
 
 
+def _note_citus(database: Database, distributed: bool) -> None:
+    """Tell a PostgreSQL runner whether the tables are distributed: its appends and branch
+    reads then take Citus' routed paths. (Imported here: a SQLite program never loads the
+    PostgreSQL runner and its driver.)"""
+    if database.dialect == "postgresql":
+        from ._postgres._database import PostgresDatabase
+
+        assert isinstance(database, PostgresDatabase)
+        database.citus = distributed
+
+
 async def ensure_schema(
     database: Database, *, create: bool, url_hint: str, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> dict[str, str | None] | None:
@@ -206,8 +216,7 @@ async def ensure_schema(
     or an advisory lock (PostgreSQL) and re-reads the revision once it has it.
     """
     current, tables, distributed = await database.read(_state)
-    if isinstance(database, PostgresDatabase):
-        database.citus = distributed  # appends and branch reads take Citus' routed paths
+    _note_citus(database, distributed)
     head = head_revision()
     if current == head:
         _check_tables(tables, url_hint, head)
@@ -221,8 +230,8 @@ async def ensure_schema(
     if create:
         async with _MIGRATION_LOCKS(url_hint).hold(timeout_s):
             done = await _upgrade_once(database, head, url_hint, timeout_s)
-        if isinstance(database, PostgresDatabase):
-            database.citus = await database.read(is_distributed)
+        if database.dialect == "postgresql":
+            _note_citus(database, await database.read(is_distributed))
         return done
     if current is None:
         raise SchemaMissingError(

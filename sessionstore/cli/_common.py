@@ -14,7 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TextIO, cast
 
-import asyncpg
 import sqlalchemy as sa
 import typer
 from rich.console import Console
@@ -366,14 +365,19 @@ ERROR_OUTCOMES: Final[Mapping[type[BaseException], ErrorOutcome]] = {
     EncodingUnavailableError: ErrorOutcome("tokenizer unavailable", EXIT_FAILED),
     OSError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
     sqlite3.Error: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
-    asyncpg.PostgresError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
     sa.exc.DBAPIError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
 }
 
 
 def outcome_of(error: BaseException) -> ErrorOutcome | None:
-    """The entry of the error's nearest class in ERROR_OUTCOMES, or None (a bug: re-raise)."""
-    return next((ERROR_OUTCOMES[c] for c in type(error).__mro__ if c in ERROR_OUTCOMES), None)
+    """The entry of the error's nearest class in ERROR_OUTCOMES, or None (a bug: re-raise).
+    asyncpg's own errors count as an unreachable database; they can only exist once a
+    PostgreSQL command loaded asyncpg, which a SQLite command never does."""
+    found = next((ERROR_OUTCOMES[c] for c in type(error).__mro__ if c in ERROR_OUTCOMES), None)
+    asyncpg = sys.modules.get("asyncpg")
+    if found is None and asyncpg is not None and isinstance(error, asyncpg.PostgresError):
+        return ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT)
+    return found
 
 
 def _first_line(error: BaseException) -> str:

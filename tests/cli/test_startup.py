@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,14 @@ def test_the_root_summary_is_the_start_of_the_commands_own_help(name: str) -> No
     first = " ".join((command.help or "").split("\n\n")[0].split())
     assert command.name == name
     assert first.startswith(COMMANDS[name].summary.rstrip(".")), (name, first)
+
+
+def test_a_sqlite_command_never_loads_the_postgresql_driver(tmp_path: Path) -> None:
+    """A command on a SQLite file runs without importing asyncpg (about 40 ms of start-up):
+    each backend's runner, and the driver's error classes, load with the first use."""
+    url = f"sqlite:///{tmp_path / 'small.db'}"
+    done, imported = _imported("migrate", "--url", url)
+    assert done.returncode == 0, done.stderr
+    done, imported = _imported("sessions", "list", "--url", url)
+    assert done.returncode == 0, done.stderr
+    assert "sqlalchemy" in imported and "asyncpg" not in imported, imported
