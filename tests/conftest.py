@@ -220,6 +220,11 @@ _SLOW = (
     "tests/system/test_eval_",
     "tests/bench/test_bench_",
     "tests/storage/postgres/test_citus.py",
+    "tests/cli/test_piped_output.py",  # every printing command through a real pipe
+    "tests/web/test_serve_command.py",  # starts the viewer's server
+    "tests/cli/test_main.py::test_a_closed_pipe_or_a_full_disk_during_a_line_by_line_listing",
+    "tests/cli/test_query_bounds.py",  # runs statements to their time and size bounds
+    "tests/adapters/agents_sdk/test_input_memo.py::test_the_streamed_digest_is_input_sha256",
     "tests/store/test_store_threads.py",
     "tests/storage/test_first_write_races.py",
     "tests/cli/test_demo_scenario.py",
