@@ -88,14 +88,20 @@ def is_not_primary(error: BaseException) -> bool:
     return getattr(inner, "sqlstate", None) == _READ_ONLY_SQLSTATE
 
 
+def is_postgres_error(error: BaseException) -> bool:
+    """An error the PostgreSQL server sent through asyncpg (never one while it is unloaded)."""
+    asyncpg = _asyncpg()
+    return asyncpg is not None and isinstance(error, asyncpg.PostgresError)
+
+
 def is_database_error(error: BaseException) -> bool:
     """Raised by the database or its driver (what `translate` rewrites); never one of ours
     (a StoreTimeoutError is a TimeoutError, and must not pass for a lost connection)."""
     if isinstance(error, SessionStoreError):
         return False
-    asyncpg = _asyncpg()
-    postgres = () if asyncpg is None else (asyncpg.PostgresError,)
-    return isinstance(error, (sa_exc.SQLAlchemyError, sqlite3.Error, *postgres, *_lost()))
+    return is_postgres_error(error) or isinstance(
+        error, (sa_exc.SQLAlchemyError, sqlite3.Error, *_lost())
+    )
 
 
 def translate(

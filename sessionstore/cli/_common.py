@@ -36,6 +36,7 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
+from .._storage._driver_errors import is_postgres_error
 from .._storage._urls import resolve_url
 from .._store import SessionStore
 from .._utc import as_utc
@@ -374,8 +375,7 @@ def outcome_of(error: BaseException) -> ErrorOutcome | None:
     asyncpg's own errors count as an unreachable database; they can only exist once a
     PostgreSQL command loaded asyncpg, which a SQLite command never does."""
     found = next((ERROR_OUTCOMES[c] for c in type(error).__mro__ if c in ERROR_OUTCOMES), None)
-    asyncpg = sys.modules.get("asyncpg")
-    if found is None and asyncpg is not None and isinstance(error, asyncpg.PostgresError):
+    if found is None and is_postgres_error(error):
         return ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT)
     return found
 
