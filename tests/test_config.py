@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from sessionstore._config import ENV_OVERRIDES, SessionStoreConfig, load_config
 from sessionstore._errors import ConfigError, SessionStoreError
 from sessionstore._jobs._retention import RetentionAction
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
 
 
 def write(tmp_path: Path, name: str, data: Any) -> Path:
@@ -68,8 +67,8 @@ def test_empty_yaml_file_means_defaults(tmp_path: Path) -> None:
 
 
 def test_example_compact_yaml_loads_every_section() -> None:
-    config = load_config(ROOT / "compact.yaml", environ={})
-    raw = yaml.safe_load((ROOT / "compact.yaml").read_text(encoding="utf-8"))
+    config = load_config(REPO_ROOT / "compact.yaml", environ={})
+    raw = yaml.safe_load((REPO_ROOT / "compact.yaml").read_text(encoding="utf-8"))
     assert set(raw) == set(SessionStoreConfig.model_fields)  # the example shows every section
     assert config.policy == SessionStoreConfig().policy
     assert config.retention.policies[0].action is RetentionAction.DELETE_ARCHIVES
@@ -415,7 +414,7 @@ def test_round_trip_through_a_file(tmp_path: Path, config: SessionStoreConfig, s
 
 
 def test_docs_list_every_env_override_and_section() -> None:
-    docs = (ROOT / "docs" / "CONFIGURATION.md").read_text(encoding="utf-8")
+    docs = (REPO_ROOT / "docs" / "CONFIGURATION.md").read_text(encoding="utf-8")
     for override in ENV_OVERRIDES:
         assert f"| `{override.var}` | `{override.path}`" in docs, override.var
     for section in SessionStoreConfig.model_fields:

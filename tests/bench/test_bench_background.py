@@ -9,17 +9,15 @@ import sys
 from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = REPO_ROOT
-
 
 async def test_the_bench_loop_commits_prepared_summaries_only_in_the_background(
     sqlite_url: str,
 ) -> None:
-    sys.path.insert(0, str(ROOT / "bench"))  # the script imports its sibling scratch_pg
+    sys.path.insert(0, str(REPO_ROOT / "bench"))  # the script imports its sibling scratch_pg
     try:
-        bench = load_script(ROOT / "bench" / "bench_background.py")
+        bench = load_script(REPO_ROOT / "bench" / "bench_background.py")
     finally:
-        sys.path.remove(str(ROOT / "bench"))
+        sys.path.remove(str(REPO_ROOT / "bench"))
     runs = {}
     for background in (False, True):
         runs[background] = await bench.trigger_latencies(

@@ -28,7 +28,6 @@ from tests.support.background_worker import CRASH_EXIT
 from tests.support.histories import turns, user
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
 OUTCOMES = ("compact.prepared_committed", "compact.prepared_discarded")
 
 
@@ -136,7 +135,7 @@ def _worker(url: str, session_id: str, mode: str, lease_s: float) -> subprocess.
             mode,
             str(lease_s),
         ],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -23,7 +23,6 @@ from tests.support.background_worker import HOLDING
 from tests.support.histories import user
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
 LEASE_S = 4.0
 
 
@@ -40,7 +39,7 @@ def _holding_worker(url: str, session_id: str) -> subprocess.Popen[str]:
             "hang",
             str(LEASE_S),
         ],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

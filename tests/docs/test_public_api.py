@@ -16,7 +16,6 @@ import pytest
 
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
 PUBLIC = (
     "sessionstore",
     "sessionstore.compaction",
@@ -48,9 +47,10 @@ def test_implementation_modules_are_private() -> None:
         *APPLICATIONS,
     }
     offenders = sorted(
-        path.relative_to(ROOT).as_posix()
-        for path in (ROOT / "sessionstore").rglob("*.py")
-        if not path.name.startswith("_") and path.relative_to(ROOT).as_posix() not in public_files
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in (REPO_ROOT / "sessionstore").rglob("*.py")
+        if not path.name.startswith("_")
+        and path.relative_to(REPO_ROOT).as_posix() not in public_files
     )
     assert offenders == []
 
@@ -58,10 +58,10 @@ def test_implementation_modules_are_private() -> None:
 def _user_facing_imports() -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = []
     fence = re.compile(r"```python\n(.*?)```", re.S)
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
         for block in fence.findall(path.read_text(encoding="utf-8")):
             found += _imports(path.name, block)
-    for path in sorted((ROOT / "examples").glob("*.py")):
+    for path in sorted((REPO_ROOT / "examples").glob("*.py")):
         found += _imports(path.name, path.read_text(encoding="utf-8"))
     return found
 

@@ -35,8 +35,7 @@ from sessionstore.compaction import CompactionPolicy
 from tests.support.openai_server import OpenAIServer
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
-README = ROOT / "README.md"
+README = REPO_ROOT / "README.md"
 FENCE = re.compile(
     r"^(?P<indent> *)```(?P<language>\w+)\n(?P<body>.*?)^(?P=indent)```$", re.M | re.S
 )
@@ -130,7 +129,7 @@ class Reader:
     def _set_up(self, block: Block) -> subprocess.CompletedProcess[str]:
         install, _, then = block.body.rpartition(" && .venv/bin/")
         if then.startswith("python -m pytest"):  # the test command: this very run
-            ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+            ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
             runs = [line.partition(" || ")[0] for line in ci.splitlines()]
             assert block.body in runs, "README's test command differs from .ci/run's"
             return subprocess.CompletedProcess(block.body, 0, "", "")
@@ -181,7 +180,7 @@ def test_the_readme_blocks_are_found() -> None:
 def test_every_readme_block_runs_as_pasted_in_order(tmp_path: Path, fresh_pg_url: str) -> None:
     workdir = tmp_path / "reader"
     workdir.mkdir()
-    shutil.copy(ROOT / "compact.yaml", workdir)
+    shutil.copy(REPO_ROOT / "compact.yaml", workdir)
     _prepare_the_readers_databases(workdir, fresh_pg_url)
     ran: list[int] = []
     with OpenAIServer() as server:

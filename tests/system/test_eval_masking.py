@@ -10,15 +10,14 @@ from typing import Any
 
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
-SCRIPT = ROOT / "bench" / "eval_masking.py"
+SCRIPT = REPO_ROOT / "bench" / "eval_masking.py"
 
 
 def test_the_cascade_summarizes_less_and_sends_less_than_summaries_alone() -> None:
     env = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--turns", "60", "--domains", "operations", "--json"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)

@@ -14,8 +14,7 @@ from sessionstore.compaction._summarizers._prompts import BUILTIN_STRATEGIES
 from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = REPO_ROOT
-SCRIPT = ROOT / "bench" / "eval_paraphrase.py"
+SCRIPT = REPO_ROOT / "bench" / "eval_paraphrase.py"
 
 
 def test_the_held_out_half_meets_the_thresholds_for_every_strategy() -> None:
@@ -23,7 +22,7 @@ def test_the_held_out_half_meets_the_thresholds_for_every_strategy() -> None:
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--turns", "300", "--domains", "coding", "operations",
          "--json", "--check"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
@@ -62,7 +61,7 @@ def test_the_sdk_runner_path_keeps_the_held_out_facts_too() -> None:
     argv += ["--strategies", "task_state", "--json", "--check"]
     result = subprocess.run(
         [sys.executable, str(SCRIPT), *argv],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)

@@ -18,8 +18,7 @@ from tests.support.openai_server import OpenAIServer
 from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = REPO_ROOT
-SCRIPT = ROOT / "bench" / "eval_retention.py"
+SCRIPT = REPO_ROOT / "bench" / "eval_retention.py"
 FACT_KINDS = {
     "goal", "constraint", "preference", "artifact", "decision", "open_action", "latest_request",
 }  # fmt: skip
@@ -33,7 +32,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=env,
         timeout=300,
         check=False,

@@ -17,8 +17,7 @@ from tests.support.openai_server import OpenAIServer
 from tests.support.paths import REPO_ROOT
 from tests.support.scripts import load_script
 
-ROOT = REPO_ROOT
-SCRIPT = ROOT / "bench" / "eval_state.py"
+SCRIPT = REPO_ROOT / "bench" / "eval_state.py"
 QUICK = ("--quick", "--strategy", "task_state", "--masking", "off", "--json")
 
 
@@ -35,7 +34,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != "OPENAI_API_KEY"}
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False,
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300, check=False,
     )  # fmt: skip
 
 
