@@ -164,7 +164,7 @@ async def test_a_slow_server_times_out_as_unavailable(
     with pytest.raises(SummarizerUnavailableError, match=r"timed out after 0\.3s"):
         await make(timeout=0.3).summarize(REQUEST)
     assert time.monotonic() - started < 0.9
-    assert len(openai_server.requests) == 1
+    assert len(openai_server.wait_for_requests(1)) == 1
 
 
 async def test_nobody_listening_is_unavailable(make: Factory) -> None:

@@ -152,7 +152,7 @@ def echo_text(body: Mapping[str, Any]) -> str:
 class _State:
     queue: deque[Behaviour] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)  # notified per request
     stopping: threading.Event = field(default_factory=threading.Event)
     counter: int = 0
     bound: dict[str, str] = field(default_factory=dict)  # compaction item id -> its model
@@ -318,6 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             headers = {key.lower(): value for key, value in self.headers.items()}
             state.requests.append(RecordedRequest(self.path, body, headers))
+            state.lock.notify_all()
             behaviour = state.queue.popleft() if state.queue else ok()
             state.counter += 1
             number = state.counter
@@ -380,6 +381,16 @@ class OpenAIServer:
     def requests(self) -> list[RecordedRequest]:
         """Every request so far, oldest first (a copy)."""
         with self._state.lock:
+            return list(self._state.requests)
+
+    def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> list[RecordedRequest]:
+        """The requests once at least `count` have arrived (or all so far after `timeout_s`).
+
+        A client that gave up early (a timeout test) has sent its request, but on a loaded
+        machine the server's thread may read it only after the client's error is raised.
+        """
+        with self._state.lock:
+            self._state.lock.wait_for(lambda: len(self._state.requests) >= count, timeout_s)
             return list(self._state.requests)
 
     def bound_model(self, item_id: str) -> str | None:
