@@ -87,9 +87,9 @@ if TYPE_CHECKING:
         set_policy,
     )
     from ._jobs._sdk_first_access import SdkHistory, SdkTables
+    from ._redaction import Redactor
     from ._rows import SessionInfo, StoredRow, decode_payload, visible_rows
     from ._security._crypto import AwsKmsKey, Keyring, LocalKey
-    from ._security._redaction import Redactor
     from ._store import SessionStore
     from ._tokens import TokenEstimator, estimator_for_model
     from .adapters.agents_sdk import SQLSession
@@ -133,7 +133,7 @@ _LAZY: dict[str, str] = {
     "check_retirable": "._jobs._key_rotation",
     "key_usage": "._jobs._key_rotation",
     "rotate_keys": "._jobs._key_rotation",
-    "Redactor": "._security._redaction",
+    "Redactor": "._redaction",
     "RetentionAction": "._jobs._retention",
     "RetentionPolicy": "._jobs._retention",
     "RetentionReport": "._jobs._retention",

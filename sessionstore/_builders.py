@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ._config import KeySettings, SessionStoreConfig, load_config
 from ._errors import ConfigError
 from ._history._prices import Price
+from ._redaction import Redactor
 from ._security._crypto import ACTIVE_KEY_ENV, KEY_FILE_ENV, KEYS_ENV, Keyring
-from ._security._redaction import Redactor
 
 if TYPE_CHECKING:
     from ._store import SessionStore

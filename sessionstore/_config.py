@@ -26,8 +26,8 @@ from pydantic_core.core_schema import ValidationInfo
 from ._errors import ConfigError
 from ._jobs._retention import RetentionAction, RetentionPolicy
 from ._opaque import DEFAULT_PROVIDER, PROVIDER_RULE, normalize_provider
+from ._redaction import parse_patterns
 from ._security._crypto import KEYS_ENV
-from ._security._redaction import parse_patterns
 from .compaction._policy import CompactionPolicy
 from .compaction._summarizers._prompts import BUILTIN_STRATEGIES, resolve_strategy
 
@@ -227,7 +227,7 @@ class RedactionSettings(BaseModel):
     model_config = _FROZEN
 
     enabled: bool = True
-    patterns: list[str] | None = None  # None: sessionstore._security._redaction.DEFAULT_PATTERNS
+    patterns: list[str] | None = None  # None: sessionstore._redaction.DEFAULT_PATTERNS
     extra_patterns: list[str] = Field(default_factory=list)  # added to patterns (or defaults)
 
     _check_patterns = field_validator("patterns", "extra_patterns")(_valid_patterns)

@@ -70,7 +70,7 @@ class SessionStoreError(Exception):
 
 
 def _redacted(text: str) -> str:
-    from ._security._redaction import default_redactor  # errors sit below everything else at import
+    from ._redaction import default_redactor  # errors sit below everything else at import
 
     return default_redactor().text(text)
 

@@ -27,8 +27,8 @@ from sessionstore._builders import (
 )
 from sessionstore._config import SessionStoreConfig
 from sessionstore._errors import ConfigError
+from sessionstore._redaction import Redactor
 from sessionstore._schema import events
-from sessionstore._security._redaction import Redactor
 from sessionstore.compaction._summarizers._openai import OpenAISummarizer
 from sessionstore.exporters._bus import EventBus
 from tests.support.histories import coding_session

@@ -20,10 +20,10 @@ from sqlalchemy.engine import Connection
 
 from .._items import text_of
 from .._opaque import describe_opaque, is_opaque, opaque_view, tx_bindings
+from .._redaction import Redactor
 from .._rows import StoredRow
 from .._schema import messages
 from .._security._payload_sealing import SessionKeys
-from .._security._redaction import Redactor
 from .._storage._row_sql import ROW_COLUMNS, stored_rows
 from .._storage._sqlite._search_index import match_pending
 

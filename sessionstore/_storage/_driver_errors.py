@@ -23,7 +23,7 @@ from .._errors import (
     StoreUnavailableError,
     UnavailableReason,
 )
-from .._security._redaction import default_redactor
+from .._redaction import default_redactor
 
 _TOKEN_INDEX: Final = ("ux_messages_append_token", "messages.append_token")
 

@@ -49,12 +49,12 @@ from .._history._turns import (
     tx_user_turns,
 )
 from .._history._verify import ChainReport, tx_checked_active, tx_verify
+from .._redaction import Redactor
 from .._rows import (
     SessionInfo,
     StoredRow,
 )
 from .._security._payload_sealing import SessionKeys
-from .._security._redaction import Redactor
 from .._storage._database import Database
 from ._reads import (
     HISTORY,

@@ -53,6 +53,7 @@ from .._items import (
     rough_chars,
 )
 from .._loops import LoopSafeLock
+from .._redaction import Redactor, redaction_disabled_event
 from .._rows import (
     Batch,
     SessionInfo,
@@ -63,7 +64,6 @@ from .._schema import (
 )
 from .._security._crypto import Keyring
 from .._security._payload_sealing import SessionKeys
-from .._security._redaction import Redactor, redaction_disabled_event
 from .._storage._call_record import CallRecord
 from .._storage._database import open_database
 from .._storage._migrations import ensure_schema

@@ -16,7 +16,7 @@ from typing import Final
 
 from .._errors import ArchiveSinkError
 from .._events import Event
-from .._security._redaction import Redactor
+from .._redaction import Redactor
 from ._sinks import (
     ArchiveDelivery,
     archival_event,

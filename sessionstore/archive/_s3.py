@@ -13,7 +13,7 @@ from typing import Any
 
 from .._errors import ArchiveSinkError
 from .._events import Event
-from .._security._redaction import Redactor
+from .._redaction import Redactor
 from ._sinks import (
     ArchiveDelivery,
     archival_event,

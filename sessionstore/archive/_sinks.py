@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from .._events import ARCHIVAL_EVENT, Event
-from .._security._redaction import Redactor, redaction_disabled_event
+from .._redaction import Redactor, redaction_disabled_event
 
 __all__ = [
     "ArchiveDelivery",

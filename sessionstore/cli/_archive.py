@@ -15,9 +15,9 @@ import typer
 from rich.table import Table
 
 from .._commands import cli_command
+from .._redaction import Redactor, redaction_disabled_event
 from .._schema import archives as archives_table
 from .._security._archive_sealing import OpenedArchive
-from .._security._redaction import Redactor, redaction_disabled_event
 from ..archive import ArchiveInfo, list_archives, read_archives
 from ._common import (
     ConfigOption,

@@ -18,8 +18,8 @@ from rich.text import Text
 from .._builders import build_manager, build_store
 from .._commands import cli_command
 from .._config import SessionStoreConfig
+from .._redaction import Redactor, redaction_disabled_event
 from .._schema import marker_line
-from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
 from ..compaction._outcome import CompactionOutcome
 from ..compaction._report import DiffLine, Fate, diff_lines

@@ -19,8 +19,8 @@ import sqlalchemy as sa
 import typer
 from rich.text import Text
 
+from .._redaction import Redactor
 from .._schema import events as events_table
-from .._security._redaction import Redactor
 from .._store import SessionStore
 from .._utc import as_utc
 from ._common import ConfigOption, UrlOption, console, err_console, iso_utc, open_store

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .._errors import QueryRejectedError, QueryTooLargeError, StoreTimeoutError
-from .._security._redaction import Redactor, redaction_disabled_event
+from .._redaction import Redactor, redaction_disabled_event
 from .._storage._migrations import QUERY_ROLE_NAME
 from ._common import (
     ConfigOption,

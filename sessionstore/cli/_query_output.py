@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from .._security._redaction import Redactor
+from .._redaction import Redactor
 from ._output import records_text
 from ._text import json_text, shown
 

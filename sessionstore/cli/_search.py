@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from .._history._search import SearchHit, search_words
-from .._security._redaction import redaction_disabled_event
+from .._redaction import redaction_disabled_event
 from ._common import (
     ConfigOption,
     RedactOption,

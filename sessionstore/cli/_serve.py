@@ -15,7 +15,7 @@ from typing import Annotated, Final
 
 import typer
 
-from .._security._redaction import redaction_disabled_event
+from .._redaction import redaction_disabled_event
 from ._common import (
     ConfigOption,
     RedactOption,

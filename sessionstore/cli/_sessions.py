@@ -19,9 +19,9 @@ from .._history._branches import Fork, has_branches_error
 from .._history._time_travel import Rewind
 from .._items import text_of
 from .._opaque import is_opaque, opaque_view
+from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
 from .._schema import sessions as sessions_table
-from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import SessionStore
 from ..compaction._summarizers._provider_marker import Bindings, bindings_of
 from ._call_masking import CallMasking, call_masking

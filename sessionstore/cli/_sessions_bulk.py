@@ -21,8 +21,8 @@ from typing import Annotated, Any, Final, TextIO
 import typer
 
 from .._errors import BranchError
+from .._redaction import Redactor, redaction_disabled_event
 from .._rows import visible_rows
-from .._security._redaction import Redactor, redaction_disabled_event
 from .._store import DEFAULT_MODEL
 from ..compaction._summarizers._provider_marker import bindings_of
 from ._bulk import STDIN, AllOption, IdsArgument, Selection, WhereOption, resolve, selection

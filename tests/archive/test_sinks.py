@@ -19,7 +19,7 @@ import pytest
 
 from sessionstore._errors import ArchiveSinkError, SessionStoreError
 from sessionstore._events import Event
-from sessionstore._security._redaction import Redactor
+from sessionstore._redaction import Redactor
 from sessionstore.archive import ArchiveDelivery, ArchiveSink
 from sessionstore.archive._filesystem import FilesystemSink
 from sessionstore.archive._s3 import S3Sink

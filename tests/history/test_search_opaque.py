@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from sessionstore import SessionStore
 from sessionstore._opaque import describe_opaque, is_opaque, opaque_view
-from sessionstore._security._redaction import Redactor
+from sessionstore._redaction import Redactor
 from tests.support.openai_server import OpenAIServer, ok
 from tests.support.provider import (
     BOUND_MODEL,

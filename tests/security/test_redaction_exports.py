@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from sessionstore import SessionStore
+from sessionstore._redaction import Redactor
 from sessionstore._schema import events
-from sessionstore._security._redaction import Redactor
 from sessionstore.cli import app
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..._items import answered_call, call_names_in, calls_in, role_of, text_of
-from ..._security._redaction import default_redactor
+from ..._redaction import default_redactor
 from ._summarizer import SummaryRequest
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from itertools import accumulate
 from typing import Any, Final
 
-from .._events import Event
+from ._events import Event
 
 __all__ = [
     "DEFAULT_PATTERNS",

@@ -1,4 +1,4 @@
-"""Tests for sessionstore._security._redaction (docs/SECURITY.md, "Redaction").
+"""Tests for sessionstore._redaction (docs/SECURITY.md, "Redaction").
 
 Secret-shaped samples are assembled at import time so that no realistic credential is written
 in the repository (secret scanners would flag it); they have the real formats and lengths.
@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore._events import Event
-from sessionstore._security._redaction import (
+from sessionstore._redaction import (
     DEFAULT_PATTERNS,
     REPLACEMENT,
     Redactor,
