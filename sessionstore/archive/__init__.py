@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._security._archive_sealing import OpenedArchive
 from ._filesystem import FilesystemSink
-from ._reader import ArchiveInfo, list_archives, read_archives
+from ._reader import ArchiveInfo, OpenedArchive, list_archives, read_archives
 from ._sinks import ArchiveDelivery, ArchiveSink, Artifact
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Reading archives back: decrypted, decompressed and verified, or a clear error.
+"""Reading archives back: decrypted, decompressed and verified (by the store), or a clear error.
 
 Archives are found by their own `session_id` column, not through the session's row, so
 those that outlive their session (retention can keep them) stay readable.
@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .._schema import archives
-from .._security._archive_sealing import OpenedArchive, open_archive
 from .._store import SessionStore
+from .._store._archive_reads import OpenedArchive, read_archives
+
+__all__ = ["ArchiveInfo", "OpenedArchive", "list_archives", "read_archives"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +49,6 @@ _INFO_COLUMNS = (
 )
 
 
-def _rows(
-    conn: Connection, session_id: str, compaction_id: int | None, archive_id: int | None
-) -> list[dict[str, Any]]:
-    query = sa.select(archives).where(archives.c.session_id == session_id).order_by(archives.c.id)
-    if compaction_id is not None:
-        query = query.where(archives.c.compaction_id == compaction_id)
-    if archive_id is not None:
-        query = query.where(archives.c.id == archive_id)
-    return [dict(row._mapping) for row in conn.execute(query)]
-
-
 def _infos(conn: Connection, session_id: str | None, limit: int) -> list[ArchiveInfo]:
     query = sa.select(*_INFO_COLUMNS).order_by(archives.c.id.desc()).limit(limit)
     if session_id is not None:
@@ -78,18 +68,6 @@ def _infos(conn: Connection, session_id: str | None, limit: int) -> list[Archive
         )
         for row in conn.execute(query)
     ][::-1]
-
-
-async def read_archives(
-    store: SessionStore,
-    session_id: str,
-    *,
-    compaction_id: int | None = None,
-    archive_id: int | None = None,
-) -> list[OpenedArchive]:
-    """Every archive of a session (or of one compaction, or one archive), oldest first."""
-    rows = await store.read_snapshot(_rows, session_id, compaction_id, archive_id)
-    return [open_archive(row, store.keyring) for row in rows]
 
 
 async def list_archives(

@@ -17,8 +17,7 @@ from rich.table import Table
 from .._commands import cli_command
 from .._redaction import Redactor, redaction_disabled_event
 from .._schema import archives as archives_table
-from .._security._archive_sealing import OpenedArchive
-from ..archive import ArchiveInfo, list_archives, read_archives
+from ..archive import ArchiveInfo, OpenedArchive, list_archives, read_archives
 from ._common import (
     ConfigOption,
     RedactOption,

@@ -36,10 +36,10 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
+from .._rows import as_utc
 from .._storage._driver_errors import is_postgres_error
 from .._storage._urls import resolve_url
 from .._store import SessionStore
-from .._utc import as_utc
 
 if TYPE_CHECKING:
     from .._config import SessionStoreConfig
