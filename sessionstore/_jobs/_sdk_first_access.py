@@ -23,7 +23,6 @@ table names and call `ensure`).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import threading
@@ -212,18 +211,11 @@ class SdkHistory:
                 skipped[0].problem,
             )
             return
-        payloads, infos, counts, _ = await asyncio.to_thread(store._prepare, items, None)
-        batch = Batch(
-            session_id=session_id,
-            payloads=payloads,
-            infos=infos,
-            counts=counts,
-            protected=False,
-            encoding=store.estimator.name,
-            token=_token(found.identity, session_id),
+        batch, _ = await store.prepare_batch(
+            session_id, items, token=_token(found.identity, session_id)
         )
         marker = ImportMarker.complete(found.identity, rows, len(items))
-        event = _event(found, session_id, rows, items, sum(counts))
+        event = _event(found, session_id, rows, items, sum(batch.counts))
         redacted = store.redacted([event])
         try:
             imported = await store.write_transaction(

@@ -372,6 +372,37 @@ class SessionStore(SessionHistory):
             return [], 0
         if truncation is not None and originals:
             raise ValueError("pass originals or truncation, not both")
+        batch, cut = await self.prepare_batch(
+            session_id, items, token=token, protected=protected, agent=agent, truncation=truncation
+        )
+        counts = batch.counts
+        try:
+            seqs = await self._write_batch(batch, cut or originals or {})
+        except DuplicateAppendError:  # a retry of a stored batch: what it stored then
+            first = await self.database.read(read_token_seq, session_id, token)
+            return list(range(first, first + len(items))), sum(counts)
+        except StoreUnavailableError as error:
+            error.token = token
+            raise
+        if cut and truncation is not None:
+            truncation.items_truncated(session_id)
+        return seqs, sum(counts)
+
+    async def prepare_batch(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        token: str,
+        protected: bool = False,
+        agent: str | None = None,
+        truncation: Truncation | None = None,
+    ) -> tuple[Batch, dict[int, Mapping[str, Any]]]:
+        """A checked batch ready to write, and the originals `truncation` cut (by index).
+
+        The one preparation every writer shares (`append`, the first-access import): items
+        validated, encoded, described and counted, off the event loop when they are large.
+        """
         if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
             prepared = await asyncio.to_thread(self._prepare, items, truncation)
         else:  # a thread hop costs more than preparing a turn
@@ -388,17 +419,7 @@ class SessionStore(SessionHistory):
             token=token,
             agent=agent,
         )
-        try:
-            seqs = await self._write_batch(batch, cut or originals or {})
-        except DuplicateAppendError:  # a retry of a stored batch: what it stored then
-            first = await self.database.read(read_token_seq, session_id, token)
-            return list(range(first, first + len(items))), sum(counts)
-        except StoreUnavailableError as error:
-            error.token = token
-            raise
-        if cut and truncation is not None:
-            truncation.items_truncated(session_id)
-        return seqs, sum(counts)
+        return batch, cut
 
     def _prepare(
         self, items: Sequence[Mapping[str, Any]], truncation: Truncation | None
