@@ -38,6 +38,9 @@ from typing import Any, Final
 
 from sqlalchemy.engine import Connection
 
+from ..._schema import KIND_ITEM
+from .._append_rows import HOT_COLUMNS
+
 # Distributed by session_id, colocated with `sessions`, in the order their foreign keys need.
 DISTRIBUTED: Final = (
     "sessions",
@@ -110,7 +113,7 @@ CREATE OR REPLACE FUNCTION sessionstore_messages_append_only() RETURNS trigger
         END $$
 """  # noqa: E501 (the messages of migration 0020, word for word)
 
-# The append of _hot_path.PG_APPEND_SQL (same arguments, same optimistic check), as a
+# The append of _append_rows.PG_APPEND_SQL (same arguments, same optimistic check), as a
 # function Citus runs on the session's worker: one INSERT per row, each routed to the local
 # shard (an INSERT ... SELECT from unnest() would be planned through the coordinator again).
 APPEND_SIGNATURE: Final = (
@@ -118,7 +121,27 @@ APPEND_SIGNATURE: Final = (
     "boolean[], text[], text, bigint, bytea, bytea, bigint, text, bytea, bytea[], bytea[], "
     "bytea[], text)"
 )
-_APPEND_FUNCTION: Final = """
+# Row i's value of each column an append writes, by name: the INSERT below is generated
+# from HOT_COLUMNS, as the plain PostgreSQL statement's is (a KeyError names a new column).
+_ROW_VALUES: Final = {
+    "session_id": "p_sid",
+    "seq": "advanced - p_count + i",
+    "kind": f"'{KIND_ITEM}'",
+    "role": "p_roles[i]",
+    "item_type": "p_item_types[i]",
+    "tool_name": "p_tool_names[i]",
+    "call_id": "p_call_ids[i]",
+    "tokens": "p_counts[i]",
+    "protected": "p_protected[i]",
+    "payload": "p_payloads[i]::json",
+    "payload_sealed": "p_sealed[i]",
+    "append_token": "CASE WHEN i = 1 THEN p_token END",
+    "payload_digest": "p_bodies[i]",
+    "digest": "p_digests[i]",
+    "agent": "p_agent",
+}
+_APPEND_FUNCTION: Final = (
+    """
 CREATE OR REPLACE FUNCTION sessionstore_append(
     p_sid text, p_count bigint, p_tokens bigint, p_encoding text,
     p_roles text[], p_item_types text[], p_tool_names text[], p_call_ids text[],
@@ -158,17 +181,17 @@ BEGIN
         END IF;
     END IF;
     FOR i IN 1 .. p_count LOOP
-        INSERT INTO messages
-            (session_id, seq, kind, role, item_type, tool_name, call_id, tokens, protected,
-             payload, append_token, payload_sealed, payload_digest, digest, agent)
-        VALUES (p_sid, advanced - p_count + i, 'item', p_roles[i], p_item_types[i],
-                p_tool_names[i], p_call_ids[i], p_counts[i], p_protected[i],
-                p_payloads[i]::json, CASE WHEN i = 1 THEN p_token END, p_sealed[i],
-                p_bodies[i], p_digests[i], p_agent);
+        INSERT INTO messages ("""
+    + ", ".join(HOT_COLUMNS)
+    + """)
+        VALUES ("""
+    + ", ".join(_ROW_VALUES[name] for name in HOT_COLUMNS)
+    + """);
         RETURN NEXT advanced - p_count + i;
     END LOOP;
 END $$
 """
+)
 APPEND_SQL: Final = (
     "SELECT * FROM sessionstore_append(" + ", ".join(f"${n}" for n in range(1, 23)) + ")"
 )
