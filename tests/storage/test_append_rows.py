@@ -12,16 +12,8 @@ from typing import Any
 from sessionstore import SessionStore
 from sessionstore._schema import messages
 from sessionstore._security._crypto import Keyring, LocalKey
+from tests.support.histories import EDGE_ITEMS
 
-# Column texts the NULL stand-in (the integer 0) must not swallow: "0", a number-like call id.
-_ITEMS: list[dict[str, Any]] = [
-    {"role": "user", "content": "0"},
-    {"type": "function_call", "name": "0", "call_id": "0", "arguments": ""},
-    {"type": "function_call_output", "call_id": "0", "output": "0"},
-    {"type": "function_call", "name": "lookup", "call_id": "12", "arguments": "{}"},
-    {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
-    {"type": "reasoning", "summary": []},
-]
 # Every column but those that differ between the two sessions by design: the id, the digest
 # (it covers the id), the batch token, the time written, and the archive the general path's
 # original went to.
@@ -49,10 +41,14 @@ async def test_plain_rows_are_stored_as_the_general_path_stores_them(tmp_path: P
         for protected in (False, True):
             for agent in (None, "planner"):
                 hot, general = f"hot-{protected}-{agent}", f"general-{protected}-{agent}"
-                await store.append(hot, _ITEMS, protected=protected, agent=agent)
+                await store.append(hot, EDGE_ITEMS, protected=protected, agent=agent)
                 # An archived original sends an append down the general write path.
                 await store.append(
-                    general, _ITEMS, protected=protected, agent=agent, originals={0: _ITEMS[0]}
+                    general,
+                    EDGE_ITEMS,
+                    protected=protected,
+                    agent=agent,
+                    originals={0: EDGE_ITEMS[0]},
                 )
                 assert _stored(path, hot) == _stored(path, general)
                 assert (await store.verify_history(hot)).problems == []
@@ -80,11 +76,11 @@ async def test_sealed_rows_are_stored_as_the_general_path_stores_them(tmp_path: 
     async with SessionStore(url, create_tables=True, keyring=keyring, encrypt_payloads=True) as s:
         for session in ("hot", "general"):
             await s.append(session, [{"role": "user", "content": "sealed from the start"}])
-        await s.append("general", _ITEMS)  # an encrypting store: the general path
+        await s.append("general", EDGE_ITEMS)  # an encrypting store: the general path
     async with SessionStore(url, keyring=keyring) as store:
-        await store.append("hot", _ITEMS)  # seals nothing new: the append statement
+        await store.append("hot", EDGE_ITEMS)  # seals nothing new: the append statement
         assert (await store.verify_history("hot")).problems == []
-        assert (await store.load_context("hot"))[1:] == _ITEMS
+        assert (await store.load_context("hot"))[1:] == EDGE_ITEMS
     hot, general = _stored(path, "hot"), _stored(path, "general")
     sealed_at = 2 * _COLUMNS.index("payload_sealed")
     digest_at = 2 * _COLUMNS.index("payload_digest")

@@ -12,15 +12,8 @@ from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
 from sessionstore._schema import messages
+from tests.support.histories import EDGE_ITEMS
 
-_ITEMS: list[dict[str, Any]] = [
-    {"role": "user", "content": "0"},
-    {"type": "function_call", "name": "0", "call_id": "0", "arguments": ""},
-    {"type": "function_call_output", "call_id": "0", "output": "0 [brackets] \x1b[31m"},
-    {"type": "function_call", "name": "lookup", "call_id": "12", "arguments": "{}"},
-    {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
-    {"type": "reasoning", "summary": []},
-]
 # What differs by design: the session, the digest (it covers the session), the batch token,
 # the time written and the archive the general path's original went to.
 _SAME = [
@@ -43,13 +36,17 @@ async def test_both_statements_store_the_same_rows(db_url: str) -> None:
         for protected in (False, True):
             for agent in (None, "planner"):
                 hot, general = f"hot-{protected}-{agent}", f"general-{protected}-{agent}"
-                for session_id, originals in ((hot, None), (general, {0: _ITEMS[0]})):
-                    await store.append(session_id, _ITEMS[:2], protected=protected, agent=agent)
+                for session_id, originals in ((hot, None), (general, {0: EDGE_ITEMS[0]})):
+                    await store.append(session_id, EDGE_ITEMS[:2], protected=protected, agent=agent)
                     await store.append(
-                        session_id, _ITEMS, protected=protected, agent=agent, originals=originals
+                        session_id,
+                        EDGE_ITEMS,
+                        protected=protected,
+                        agent=agent,
+                        originals=originals,
                     )
                     assert (await store.verify_history(session_id)).problems == []
-                    assert await store.load_context(session_id) == [*_ITEMS[:2], *_ITEMS]
+                    assert await store.load_context(session_id) == [*EDGE_ITEMS[:2], *EDGE_ITEMS]
                 hot_rows = await store.read_snapshot(_rows, hot)
                 assert hot_rows == await store.read_snapshot(_rows, general)
                 assert len(hot_rows) == 8

@@ -101,3 +101,15 @@ def coding_session(count: int, *, seed: int = 0) -> list[Item]:
         items.append(output(f"cs_{seed}_{n}", words(rng, 300)))
         items.append(assistant(f"step {n} done: {words(rng, 120)}"))
     return items
+
+
+# One of each item shape with the column texts a NULL stand-in must not swallow ("0", a
+# number-like call id), for tests that compare how rows are stored.
+EDGE_ITEMS: list[Item] = [
+    {"role": "user", "content": "0"},
+    {"type": "function_call", "name": "0", "call_id": "0", "arguments": ""},
+    {"type": "function_call_output", "call_id": "0", "output": "0"},
+    {"type": "function_call", "name": "lookup", "call_id": "12", "arguments": "{}"},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+    {"type": "reasoning", "summary": []},
+]

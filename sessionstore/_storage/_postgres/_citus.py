@@ -351,7 +351,7 @@ Fetch = Callable[..., Awaitable[Sequence[Any]]]
 
 
 async def lineage_rows(fetch: Fetch, session_id: str) -> list[Any]:
-    """What _hot_path.PG_LINEAGE_SQL reads (a branch's active rows, its ancestors' shared
+    """What _append_rows.PG_LINEAGE_SQL reads (a branch's active rows, its ancestors' shared
     ones first), without its recursive join of `sessions` across shards: each level's session
     row is read on its own (routed to its worker), then each level's range of rows."""
     ranges: list[tuple[str, int, int]] = []
