@@ -42,12 +42,7 @@ from .._history._time_travel import (
 from .._history._verify import tx_checked_active
 from .._items import (
     ItemInfo,
-    call_names_in,
-    check_item_size,
     check_json_object,
-    check_typed_columns,
-    describe,
-    encode_payload,
     input_sha256,
     is_tool_output,
     rough_chars,
@@ -75,6 +70,7 @@ from .._storage._row_sql import (
 from .._storage._urls import resolve_url
 from .._tokens import TokenEstimator, estimator_for_model
 from ._history_reads import SessionHistory
+from ._preparation import PREPARE_INLINE_MAX_CHARS, Truncation, prepare_items
 from ._reads import (
     CONTEXT_TOKENS,
     METADATA,
@@ -113,27 +109,6 @@ class Publisher(Protocol):
 
     def flush(self, timeout: float) -> bool:
         """Wait (at most `timeout` s) until queued events were exported; False on timeout."""
-        ...
-
-
-# Preparing this much text (validate, encode, count) takes ~10 ms; a batch with more is
-# prepared on a worker thread so the event loop keeps serving other tasks.
-_PREPARE_INLINE_MAX_CHARS: Final = 64 * 1024
-
-
-class Truncation(Protocol):
-    """Write-time truncation applied to a batch on its way in (a `CompactionManager` is one):
-    the store asks it about each item while it prepares the batch, so every item is checked
-    once and the caller has one door, `append`."""
-
-    def truncate_item(
-        self, item: Mapping[str, Any]
-    ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
-        """(the item to store, the original to archive whole), or None to store it as is."""
-        ...
-
-    def items_truncated(self, session_id: str) -> None:
-        """Told once a batch holding truncated items is stored (a caller's copy is stale)."""
         ...
 
 
@@ -403,10 +378,11 @@ class SessionStore(SessionHistory):
         The one preparation every writer shares (`append`, the first-access import): items
         validated, encoded, described and counted, off the event loop when they are large.
         """
-        if rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
-            prepared = await asyncio.to_thread(self._prepare, items, truncation)
+        limit, estimator = self.max_item_bytes, self.estimator
+        if rough_chars(items) > PREPARE_INLINE_MAX_CHARS:  # never stall the event loop
+            prepared = await asyncio.to_thread(prepare_items, items, truncation, limit, estimator)
         else:  # a thread hop costs more than preparing a turn
-            prepared = self._prepare(items, truncation)
+            prepared = prepare_items(items, truncation, limit, estimator)
         payloads, infos, counts, cut = prepared
         await self.ensure_ready()
         batch = Batch(
@@ -420,27 +396,6 @@ class SessionStore(SessionHistory):
             agent=agent,
         )
         return batch, cut
-
-    def _prepare(
-        self, items: Sequence[Mapping[str, Any]], truncation: Truncation | None
-    ) -> tuple[list[str], list[ItemInfo], list[int], dict[int, Mapping[str, Any]]]:
-        """Validate, encode, describe and count a batch (the CPU work of an append), with the
-        originals of the items `truncation` cut, by index."""
-        limit = self.max_item_bytes
-        originals: dict[int, Mapping[str, Any]] = {}
-        if truncation is not None:
-            items = list(items)
-            for index, item in enumerate(items):
-                if type(item) is not dict and not isinstance(item, Mapping):
-                    continue  # encode_payload says why it is no item
-                cut = truncation.truncate_item(item)
-                if cut is not None:
-                    check_item_size(item, index, limit)  # the original is archived whole
-                    items[index], originals[index] = cut
-        payloads = [encode_payload(item, index, limit) for index, item in enumerate(items)]
-        names = call_names_in(items)  # validated above: every item is a mapping
-        infos = [check_typed_columns(describe(item, names), n) for n, item in enumerate(items)]
-        return payloads, infos, [self.estimator.count_item(item) for item in items], originals
 
     async def _write_batch(
         self, batch: Batch, originals: Mapping[int, Mapping[str, Any]]
@@ -621,7 +576,7 @@ class SessionStore(SessionHistory):
         unsaved_tokens = check_non_negative("unsaved_tokens", unsaved_tokens, allow_none=False) or 0
         masked_tokens = check_non_negative("masked_tokens", masked_tokens, allow_none=False) or 0
         items = item_list(items)
-        if digest is None and rough_chars(items) > _PREPARE_INLINE_MAX_CHARS:
+        if digest is None and rough_chars(items) > PREPARE_INLINE_MAX_CHARS:
             digest = await asyncio.to_thread(input_sha256, items)  # never stall the event loop
         elif digest is None:
             digest = input_sha256(items)
