@@ -131,6 +131,8 @@ def _whole(name: str, value: object, *, minimum: int) -> int:
         raise TypeError(f"{name} must be an int, got a {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if value >= 2**63:  # past every 64-bit column: no row has it, and a driver would overflow
+        raise ValueError(f"{name} must be below 2**63, got {value}")
     return value
 
 

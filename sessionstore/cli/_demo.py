@@ -201,6 +201,7 @@ def _print_next(target: str) -> None:
         cli_command(
             "query", "SELECT kind, count(*) FROM messages GROUP BY kind", options=f"--url {url}"
         ),
+        cli_command("serve", options=f"--url {url}") + "   # the web viewer (the [web] extra)",
     ):
         console.print(shown(f"  {command}"))
     try:

@@ -11,6 +11,7 @@ import asyncio
 import ipaddress
 import re
 import secrets
+import socket
 from typing import Annotated, Final
 
 import typer
@@ -98,9 +99,30 @@ def serve(
         asyncio.run(record_audit(url, config, [redaction_disabled_event()]))
     hosts = LOOPBACK_NAMES | {host} if _loopback(host) else None
     app = create_app(store, redact=redact, token=token, allowed_hosts=hosts)
+    listening = _listen(host, port)  # bound before the address is printed: it is ours
+    port = listening.getsockname()[1]  # --port 0: the port the system chose
     shown_host = f"[{host}]" if ":" in host else host
     link = f"http://{shown_host}:{port}/"
     console.print(shown(f"sessionstore viewer (read-only) on {link}  (Ctrl-C stops it)"))
     if token is not None:
         console.print(shown(f"open {link}?token={token}"))
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
+    server.run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port`, or one line saying why not (exit 2)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM
+        )[0]
+        listening = socket.socket(family, kind, proto)
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        err_console.print(
+            shown(f"error: cannot listen on {host}:{port}: {reason} (pick another --port)")
+        )
+        raise typer.Exit(EXIT_USAGE) from None
+    return listening

@@ -17,10 +17,12 @@ from typing import Any, Final
 from rich.text import Text
 
 # C0 controls except tab and newline, DEL, the C1 controls (8-bit CSI is \x9b), and the
-# bidirectional overrides that make a terminal show text in another order than stored.
+# bidirectional overrides that make a terminal show text in another order than stored, and
+# the invisible characters (tags, joiners) that hide text from a reader.
 _CONTROL: Final = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (not \t, \n), DEL, C1
-    r"\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidi marks, embeddings, overrides, isolates
+    r"\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
+    r"\u2060-\u2064\U000e0000-\U000e007f]"  # invisible joiners, tag characters (hidden text)
 )
 
 
@@ -31,6 +33,8 @@ def visible(text: str) -> str:
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

@@ -55,9 +55,12 @@ def _int(value: str | None, name: str, default: int | None = None) -> int | None
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise bad_request(f"{name} must be a whole number, got {value!r}") from None
+    if not -_LARGEST < number < _LARGEST:
+        raise bad_request(f"{name} is larger than any number the store holds")
+    return number
 
 
 # ---------------------------------------------------------------- sessions
@@ -69,14 +72,28 @@ def _cursor(value: Any, session_id: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+_LARGEST: Final = 2**63  # a 64-bit column's bound, on both backends
+# What a page link's keyset may hold for each sort (bool is an int to Python: refused).
+_CURSOR_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "updated": (datetime, str),
+    "items": (int,),
+    "tokens": (int,),
+    "cost": (int, float),
+    "id": (str,),
+}
+
+
 def _uncursor(text: str, sort: str) -> tuple[Any, str]:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         value, session_id = json.loads(raw)
         if sort == "updated" and isinstance(value, str) and "T" in value:
             value = datetime.fromisoformat(value)
-        if not isinstance(session_id, str):
-            raise ValueError("id")
+        typed = isinstance(value, _CURSOR_TYPES[sort]) and not isinstance(value, bool)
+        if not (typed and isinstance(session_id, str)):
+            raise ValueError("a cursor of another sort, or made by hand")
+        if isinstance(value, int) and not -_LARGEST < value < _LARGEST:
+            raise ValueError("out of range")
         return value, session_id
     except (ValueError, TypeError):
         raise bad_request("the page link is damaged: start from the first page") from None

@@ -2,7 +2,8 @@
 
 Jinja's autoescape stops markup; this module stops the rest. Bidi overrides (U+202E) would
 reorder what follows them on screen, ANSI escapes and other control characters would be
-invisible: each is written as a visible token instead, so a reader sees that it is there.
+invisible, and tag characters hide whole sentences: each is written as a visible token
+instead, so a reader sees that it is there.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ _BIDI: Final = (
     "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
     "\u2066\u2067\u2068\u2069\ufeff"
 )
-_INVISIBLE: Final = re.compile(f"[{_BIDI}\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]")
+# Invisible formatting (word joiner, invisible operators) and the tag block U+E0000-E007F,
+# which renders as nothing and can smuggle a hidden instruction past a reader.
+_HIDDEN: Final = "\u2060-\u2064\U000e0000-\U000e007f"
+_INVISIBLE: Final = re.compile(f"[{_BIDI}{_HIDDEN}\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]")
 
 
 def _token(match: re.Match[str]) -> str:

@@ -72,6 +72,7 @@ def test_without_a_key_the_demo_says_archives_are_unencrypted(db_url: str) -> No
     result = run("demo", "--url", db_url, "--window", "8000", "--factor", "1", env=NO_KEYS)
     assert result.exit_code == 0, result.output
     assert "stored unencrypted" in result.output and "sessionstore keys generate" in result.output
+    assert "sessionstore serve --url" in result.output  # the viewer, among what to try next
 
 
 async def _append(url: str, session_id: str, text: str) -> None:

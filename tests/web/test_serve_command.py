@@ -4,6 +4,8 @@ token it was given on every request, and reads a store it never writes."""
 from __future__ import annotations
 
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -105,3 +107,23 @@ def test_no_redact_is_audited(sqlite_url: str) -> None:
         assert "redaction OFF" in html
     result = run("events", "--url", url, "--json")
     assert "redaction_disabled" in result.output
+
+
+def test_a_port_in_use_is_one_line_and_nothing_is_announced(sqlite_url: str) -> None:
+    url = seeded(sqlite_url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("serve", "--url", url, "--port", str(port))
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0], lines
+    assert "sessionstore viewer" not in result.output  # no address another process serves
+
+
+def test_port_zero_announces_the_port_the_system_chose(sqlite_url: str) -> None:
+    with _serving("--url", seeded(sqlite_url), "--port", "0") as (_, first):
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", first)
+        assert found and found[1] != "0", first
+        assert _get(f"http://127.0.0.1:{found[1]}/").status_code == 200

@@ -3,10 +3,13 @@ every page answers, stored text is escaped, neutralized and redacted, nothing wr
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import re
 import sqlite3
 from collections.abc import AsyncIterator
+from html import unescape
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import quote
@@ -36,6 +39,15 @@ async def viewer(db_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 def q(text: str) -> str:
     return quote(text, safe="")
+
+
+def _cursor(value: list[object]) -> str:
+    """A page link's keyset, as a hand would make one."""
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def _hrefs(html: str) -> list[str]:
+    return [unescape(href) for href in re.findall(r'href="([^"]+)"', html)]
 
 
 async def _compaction_id(client: httpx.AsyncClient) -> str:
@@ -222,6 +234,17 @@ async def test_bad_requests_are_answered_plainly(viewer: httpx.AsyncClient) -> N
         "/?sort=bogus": 400,
         "/?after=%%%": 400,
         "/nowhere": 404,
+        # Numbers past a 64-bit column, cursors of another sort or made by hand, a NUL: a
+        # plain 400 page, never a bare 500 or a 503 blaming the store.
+        "/as-of?id=work&point=v99999999999999999999": 400,
+        "/as-of?id=work&point=turn:99999999999999999999": 400,
+        "/session?id=work&before=99999999999999999999": 400,
+        f"/?sort=cost&after={_cursor([None, 'y'])}": 400,
+        f"/?sort=tokens&after={_cursor(['x', 'y'])}": 400,
+        f"/?sort=items&after={_cursor([True, 'y'])}": 400,
+        f"/?sort=items&after={_cursor([10**30, 'y'])}": 400,
+        "/?q=%00": 400,
+        "/session?id=%00": 400,
     }
     for path, status in expected.items():
         assert (await viewer.get(path)).status_code == status, path
@@ -252,6 +275,8 @@ async def test_other_host_names_are_refused_on_loopback(viewer: httpx.AsyncClien
 
 def test_inert_makes_invisible_characters_visible() -> None:
     assert inert("a\u202eb") == "a\u27e6U+202E\u27e7b"
+    assert inert("x\U000e0069\U000e0067y") == "x\u27e6U+E0069\u27e7\u27e6U+E0067\u27e7y"  # tags
+    assert inert("a\u2060b") == "a\u27e6U+2060\u27e7b"
     assert inert("\x1b[31mx") == "\u27e6ESC\u27e7[31mx"
     assert inert("tab\tand\nnewline") == "tab\tand\nnewline"
     assert inert("\x07") == "\u27e6U+0007\u27e7"
@@ -307,3 +332,32 @@ async def test_a_store_that_cannot_be_read_is_a_plain_503(tmp_path: Path) -> Non
         assert response.status_code == 503 and "cannot read the store" in response.text
         assert "Schema" in response.text
     await store.close()
+
+
+async def test_a_session_whose_id_the_page_shows_changed_is_reached_through_sealed_links(
+    viewer: httpx.AsyncClient, db_url: str
+) -> None:
+    secret_id = f"note {SECRET}"
+    async with SessionStore(db_url) as store:
+        await store.append(secret_id, [user("what the note says"), assistant("it says hi")])
+    listed = (await viewer.get("/")).text
+    assert SECRET not in listed and "Zz9Yy8Xx7Ww6" not in listed
+    for shown_id in (secret_id, HOSTILE_ID):
+        links = [h for h in _hrefs(listed) if h.startswith("/session?ref=")]
+        opened = [(await viewer.get(link)).text for link in links]
+        page = next(
+            html for html in opened if ("what the note says" in html) == (shown_id == secret_id)
+        )
+        assert SECRET not in page and "\u202e" not in page
+        for link in _hrefs(page):  # every link of the session's page works: tokens, search...
+            if link.startswith(("/tokens?", "/search?", "/session?")):
+                assert (await viewer.get(link)).status_code == 200, link
+        form = re.search(r'<input type="hidden" name="ref" value="([^"]+)">', page)
+        assert form, "the time-travel form names the session sealed"
+        travelled = await viewer.get(f"/as-of?ref={q(unescape(form[1]))}&point=1")
+        assert travelled.status_code == 200 and SECRET not in travelled.text
+    assert (
+        await viewer.get("/session?ref=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+    ).status_code == 400
+    plain = (await viewer.get("/session?id=work")).text
+    assert 'href="/tokens?id=work"' in plain  # an id shown as it is stays readable
