@@ -328,9 +328,12 @@ async def tokens_page(store: SessionStore, session_id: str) -> dict[str, Any]:
     info = await require(store, session_id)
     segments = await lineage(store, info)
     steps = await store.read_snapshot(q.token_steps, segments)
-    compactions = await store.read_snapshot(q.compactions_of, session_id)
+    # The chart replays the lineage's rows, so it needs the lineage's compactions: a
+    # branch forked after its parent compacted starts from that compaction's context.
+    inherited = await store.read_snapshot(q.compactions_in, [s.session_id for s in segments])
+    compactions = [c for c in inherited if c["session_id"] == session_id]
     window, share = await store.read_snapshot(q.window_of, session_id)
-    chart = token_chart(token_series(steps, compactions), window, share)
+    chart = token_chart(token_series(steps, inherited), window, share)
     calls = await store.model_calls(session_id)
     # Turn starts from the rows already read (no user message's payload is decoded).
     user_seqs = [seq for seq, kind, role, *_ in steps if kind == "item" and role == "user"]
@@ -356,6 +359,8 @@ async def tokens_page(store: SessionStore, session_id: str) -> dict[str, Any]:
         "compactions": compactions,
         "window": window,
         "per_turn": sorted(per_turn.items()),
+        # Where each turn starts, for the table's links into the timeline.
+        "turn_seqs": {turn: user_seqs[turn - 1] for turn in per_turn if 0 < turn <= len(user_seqs)},
         "bars": bars,
         "bars_w": bars_w,
         "bars_h": bars_h,

@@ -355,9 +355,14 @@ def user_turns_before(conn: Connection, segments: Sequence[Segment], seq: int) -
 
 def compactions_of(conn: Connection, session_id: str) -> list[dict[str, Any]]:
     """The session's compactions, oldest first, every column."""
+    return compactions_in(conn, [session_id])
+
+
+def compactions_in(conn: Connection, session_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The compactions of these sessions (a branch's lineage), oldest first, every column."""
     statement = (
         sa.select(*_compactions.c)
-        .where(_compactions.c.session_id == session_id)
+        .where(_compactions.c.session_id.in_(list(session_ids)))
         .order_by(_compactions.c.id)
     )
     return [dict(row._mapping) for row in conn.execute(statement)]

@@ -19,6 +19,7 @@ import pytest
 
 from sessionstore import Keyring, LocalKey, SessionStore
 from sessionstore.web import create_app
+from sessionstore.web._pages import tokens_page
 from sessionstore.web._text import inert
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
@@ -361,3 +362,27 @@ async def test_a_session_whose_id_the_page_shows_changed_is_reached_through_seal
     ).status_code == 400
     plain = (await viewer.get("/session?id=work")).text
     assert 'href="/tokens?id=work"' in plain  # an id shown as it is stays readable
+
+
+async def test_a_branch_forked_after_a_compaction_charts_its_parents_drop(db_url: str) -> None:
+    await seed(db_url)
+    async with SessionStore(db_url) as store:
+        await store.fork("work", "work-late")  # after work's compaction, at its newest row
+        await store.append("work-late", [user("one more on the late branch")])
+        late = await tokens_page(store, "work-late")
+        work = await tokens_page(store, "work")
+    assert [d.label for d in late["chart"].drops] == [d.label for d in work["chart"].drops]
+    assert len(late["chart"].drops) == 1
+    assert late["compactions"] == []  # the table lists the branch's own compactions only
+
+
+async def test_the_usage_table_links_each_turn_to_where_it_starts(
+    viewer: httpx.AsyncClient,
+) -> None:
+    html = (await viewer.get("/tokens?id=work")).text
+    links = [h for h in _hrefs(html) if h.startswith("/session?id=work&around=")]
+    assert links, "each turn with usage links into the timeline"
+    for link in links:
+        seq = link.split("around=")[1].split("#")[0]
+        page = (await viewer.get(link)).text
+        assert f'id="seq-{seq}"' in page, link
