@@ -123,7 +123,19 @@ async def test_hostile_content_renders_inert_and_redacted(db_url: str, browser: 
     with running_viewer(db_url) as base:
         page = await browser.new_page(viewport={"width": 1280, "height": 900})
         dialogs = _dialogs(page)
-        for path in ("/", f"/session?id={quote(HOSTILE_ID, safe='')}", "/search?q=alert"):
+        hostile = f"/session?id={quote(HOSTILE_ID, safe='')}"
+        await page.goto(base + hostile)
+        # Every page the hostile session links to (its tokens, search, time travel, calls,
+        # the list), a missing session named with markup and a secret (the error page).
+        linked = await page.eval_on_selector_all(
+            "a", "links => links.map(link => link.getAttribute('href'))"
+        )
+        own = {href for href in linked if href.startswith("/") and not href.startswith("/static")}
+        paths = ["/", hostile, "/search?q=alert", *sorted(own)]
+        missing = quote(f"<script>alert(9)</script> {SECRET}", safe="")
+        paths += [f"/session?id={missing}", f"/tokens?id={missing}"]
+        assert len(paths) >= 8, paths
+        for path in paths:
             await page.goto(base + path)
             await page.wait_for_load_state("load")
             await page.wait_for_timeout(150)  # an injected handler would have fired by now
