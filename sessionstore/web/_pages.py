@@ -80,6 +80,7 @@ _CURSOR_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "tokens": (int,),
     "cost": (int, float),
     "id": (str,),
+    "branch": (str,),
 }
 
 

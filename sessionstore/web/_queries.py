@@ -97,6 +97,9 @@ SORTS: Final = {
     "tokens": _sessions.c.context_tokens,
     "cost": sa.func.coalesce(_usage.c.cost_usd, 0.0),
     "id": _sessions.c.session_id,
+    "branch": sa.func.coalesce(
+        _sessions.c.parent_session_id, ""
+    ),  # branches of one parent together
 }
 
 

@@ -71,7 +71,7 @@ async def test_the_list_shows_every_column_and_links_each_session(
     assert "$0." in html  # its priced calls
     filtered = (await viewer.get("/?q=alt")).text
     assert "work-alt" in filtered and 'class="sid" href="/session?id=work"' not in filtered
-    for sort in ("updated", "items", "tokens", "cost", "id"):
+    for sort in ("updated", "items", "tokens", "cost", "id", "branch"):
         for order in ("asc", "desc"):
             assert (await viewer.get(f"/?sort={sort}&dir={order}")).status_code == 200
 
@@ -80,6 +80,8 @@ async def test_keyset_paging_walks_every_session_once(db_url: str) -> None:
     async with SessionStore(db_url, create_tables=True) as store:
         for n in range(120):
             await store.append(f"s{n:03d}", [{"role": "user", "content": "x " * (n % 7 + 1)}])
+        for n in range(12):  # branches of three parents, for the branch-of sort
+            await store.fork(f"s{n % 3:03d}", f"b{n:02d}")
     store = SessionStore(db_url, read_only=True)
     transport = httpx.ASGITransport(app=create_app(store))
     async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
@@ -88,6 +90,7 @@ async def test_keyset_paging_walks_every_session_once(db_url: str) -> None:
             ("tokens", "asc"),
             ("id", "desc"),
             ("cost", "desc"),
+            ("branch", "desc"),
         ):
             seen: list[str] = []
             link: str | None = f"/?sort={sort}&dir={order}"
@@ -97,7 +100,10 @@ async def test_keyset_paging_walks_every_session_once(db_url: str) -> None:
                 seen += re.findall(r'class="sid" href="/session\?id=([^"]+)"', body)
                 nxt = re.search(r'id="next" href="([^"]+)"', html)
                 link = nxt[1].replace("&amp;", "&") if nxt else None
-            assert len(seen) == 120 and len(set(seen)) == 120, (sort, order)
+            assert len(seen) == 132 and len(set(seen)) == 132, (sort, order)
+            if sort == "branch":  # the branches first (descending), one parent's together
+                assert sorted(seen[:12]) == [f"b{n:02d}" for n in range(12)]
+                assert seen[:4] == sorted(f"b{n:02d}" for n in range(2, 12, 3))
     await store.close()
 
 
