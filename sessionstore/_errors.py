@@ -96,7 +96,8 @@ class SchemaTooNewError(SchemaError):
 
 
 class DatabaseNotFoundError(SessionStoreError, FileNotFoundError):
-    """A read-only store was pointed at a SQLite file that does not exist (nothing was created)."""
+    """The database named does not exist (nothing was created): a SQLite file a read-only
+    store was pointed at, or a PostgreSQL database name the server does not have."""
 
 
 class ReadOnlyStoreError(SessionStoreError):

@@ -17,6 +17,7 @@ from typing import Any, Final
 from sqlalchemy import exc as sa_exc
 
 from .._errors import (
+    DatabaseNotFoundError,
     DuplicateAppendError,
     SessionStoreError,
     StoreError,
@@ -147,6 +148,11 @@ def translate(
             reason=reason,
         )
     text = str(driver_error(error)).strip().splitlines()[0] if str(driver_error(error)) else ""
+    if kind == "InvalidCatalogNameError":  # a typo in the URL's database name
+        return DatabaseNotFoundError(
+            f"the server at {where} has no such database ({default_redactor().text(text)}): "
+            "fix the name in the URL, or create it (createdb NAME); nothing was changed."
+        )
     if any(name in text for name in _TOKEN_INDEX):
         return DuplicateAppendError("an append batch with this idempotency token is stored")
     return StoreError(

@@ -40,6 +40,10 @@ def resolve_url(url: str | URL | None = None) -> URL:
         raise UnsupportedURLError(  # the text is not quoted: it may hold a password
             f"could not parse the database URL; expected {_SUPPORTED}"
         ) from None
+    except ValueError:  # SQLAlchemy reads the port as it parses
+        raise UnsupportedURLError(
+            f"the port in the database URL is not a number; expected {_SUPPORTED}"
+        ) from None
     driver = parsed.drivername
     if driver in _SQLITE_DRIVERS:
         if parsed.host or parsed.username or parsed.port:
@@ -51,7 +55,9 @@ def resolve_url(url: str | URL | None = None) -> URL:
             )
         return parsed.set(drivername="sqlite")
     if driver in _POSTGRES_DRIVERS:
-        return parsed.set(drivername="postgresql+asyncpg")
+        from ._postgres._url import checked_url  # loads asyncpg: PostgreSQL URLs only
+
+        return checked_url(parsed.set(drivername="postgresql+asyncpg"))
     raise UnsupportedURLError(
         f"unsupported database URL scheme {driver!r}: sessionstore supports {_SUPPORTED}"
     )

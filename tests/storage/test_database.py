@@ -10,7 +10,8 @@ from collections.abc import Awaitable
 import pytest
 import sqlalchemy as sa
 
-from sessionstore import SessionStore, UnsupportedURLError
+from sessionstore import DatabaseNotFoundError, SessionStore, UnsupportedURLError
+from sessionstore._storage._postgres._url import asyncpg_dsn
 from sessionstore._storage._sqlite._database import SQLiteDatabase
 from sessionstore._storage._urls import DEFAULT_URL, URL_ENV, resolve_url
 from tests.support.database import write_lock_held
@@ -42,6 +43,41 @@ def test_unknown_schemes_name_the_scheme_and_the_supported_ones(bad: str) -> Non
 def test_unparseable_url_is_rejected_without_echoing_secrets() -> None:
     with pytest.raises(UnsupportedURLError, match="could not parse"):
         resolve_url("not a url at all")
+
+
+def test_a_port_that_is_not_a_number_is_named() -> None:
+    with pytest.raises(UnsupportedURLError, match=r"port .* is not a number"):
+        resolve_url("postgresql://u:hunter2@h:notaport/db")
+
+
+@pytest.mark.parametrize("mode", ["disable", "prefer", "require", "verify-full"])
+def test_libpq_sslmode_reaches_both_drivers(mode: str) -> None:
+    """SQLAlchemy hands asyncpg.connect every option as a keyword (`ssl`, never `sslmode`);
+    a plain asyncpg DSN reads libpq's `sslmode`."""
+    url = resolve_url(f"postgresql://u@h:5432/db?sslmode={mode}&target_session_attrs=read-write")
+    assert url.query == {"ssl": mode, "target_session_attrs": "read-write"}
+    dsn = asyncpg_dsn(url)
+    assert f"sslmode={mode}" in dsn and "ssl=" not in dsn.replace("sslmode=", "")
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("postgresql://u@h/db?sslmode=bogus", "sslmode='bogus'"),
+        ("postgresql://u@h/db?application_nam=x&timeout=5", "application_nam"),
+    ],
+)
+def test_options_the_driver_would_reject_are_named_before_connecting(url: str, named: str) -> None:
+    with pytest.raises(UnsupportedURLError) as caught:
+        resolve_url(url)
+    assert named in str(caught.value) and "timeout" not in str(caught.value).split("(")[0]
+
+
+async def test_a_database_name_the_server_lacks_is_not_found(pg_url: str) -> None:
+    missing = pg_url.rsplit("/", 1)[0] + "/sessionstore_no_such_database"
+    with pytest.raises(DatabaseNotFoundError, match="no such database"):
+        async with SessionStore(missing, create_tables=False) as store:
+            await store.list_sessions()
 
 
 def test_default_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

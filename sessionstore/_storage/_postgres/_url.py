@@ -13,9 +13,11 @@ the URL points at a PgBouncer in transaction pooling mode: see `PostgresDatabase
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from typing import Final
 
+import asyncpg
 from asyncpg import connect_utils
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import URL
@@ -40,6 +42,36 @@ def pooler_mode(url: URL) -> str | None:
             f"?{POOLER_OPTION}=session"
         )
     return mode
+
+
+# libpq's sslmode values; asyncpg takes them as `ssl=` (SQLAlchemy passes every other
+# option to asyncpg.connect as it is, so `?sslmode=require` would be a TypeError there).
+SSL_MODES: Final = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+# What SQLAlchemy's asyncpg dialect reads itself, besides asyncpg.connect's keywords.
+_DIALECT_OPTIONS: Final = {"prepared_statement_cache_size", "prepared_statement_name_func"}
+
+
+def checked_url(url: URL) -> URL:
+    """`url` as both drivers take it, or an UnsupportedURLError naming the option that is
+    wrong (options asyncpg knows; libpq's `sslmode` becomes asyncpg's `ssl`), instead of a
+    driver's traceback at the first connection."""
+    if "sslmode" in url.query:
+        mode = url.query["sslmode"]
+        mode = mode[-1] if isinstance(mode, tuple) else mode
+        if mode not in SSL_MODES:
+            raise UnsupportedURLError(
+                f"?sslmode={mode!r} is not an SSL mode: use one of {', '.join(SSL_MODES)}"
+            )
+        url = url.difference_update_query(["sslmode"]).update_query_dict({"ssl": mode})
+    known = set(inspect.signature(asyncpg.connect).parameters) | _DIALECT_OPTIONS
+    unknown = sorted(set(url.query) - known - {POOLER_OPTION})
+    if unknown:
+        raise UnsupportedURLError(
+            f"the database URL has options PostgreSQL's driver (asyncpg) does not take: "
+            f"{', '.join(unknown)} (it takes sslmode/ssl, target_session_attrs, host, port, "
+            f"{POOLER_OPTION}, server_settings, timeout and the other asyncpg.connect keywords)"
+        )
+    return url
 
 
 def without_pooler(url: URL) -> URL:
@@ -72,6 +104,9 @@ def asyncpg_dsn(url: URL) -> str:
     """The DSN for `asyncpg.connect`/`create_pool` that reaches the hosts SQLAlchemy's
     asyncpg dialect reaches for the same URL (password included: never log it)."""
     url = without_pooler(url).set(drivername="postgresql")
+    mode = url.query.get("ssl")
+    if isinstance(mode, str) and mode in SSL_MODES:  # a DSN names it as libpq does
+        url = url.difference_update_query(["ssl"]).update_query_dict({"sslmode": mode})
     hosts = url.query.get("host")
     if isinstance(hosts, tuple):  # ?host=h1:p1&host=h2:p2: asyncpg would keep only h2
         default = url.port or _DEFAULT_PORT
