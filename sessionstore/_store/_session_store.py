@@ -112,6 +112,27 @@ class Publisher(Protocol):
         ...
 
 
+def _source_url(url: str | URL | None, engine: AsyncEngine | None, timeout_s: float) -> URL:
+    """The database a store opens: the URL given, or the one of the engine given."""
+    if engine is not None and url is not None:
+        raise TypeError("pass a url or an engine, not both")
+    if engine is not None and not isinstance(engine, AsyncEngine):
+        raise TypeError(
+            f"engine must be a SQLAlchemy AsyncEngine (create_async_engine(...)), "
+            f"got {type(engine).__name__}"
+        )
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    return resolve_url(engine.url if engine is not None else url)
+
+
+def _creates_tables(create_tables: bool | None, read_only: bool, dialect: str) -> bool:
+    """Whether the first call migrates: by default on SQLite only, never when read-only."""
+    if read_only and create_tables:
+        raise TypeError("a read-only store cannot create tables: drop create_tables=True")
+    return not read_only and dialect == "sqlite" if create_tables is None else create_tables
+
+
 class SessionStore(SessionHistory):
     """Sessions as append-only rows in SQLite (default) or PostgreSQL.
 
@@ -171,16 +192,7 @@ class SessionStore(SessionHistory):
         writable primary or lost its connection, with the same idempotency token (stored
         exactly once), for up to that many seconds: a primary failover's write outage.
         """
-        if engine is not None and url is not None:
-            raise TypeError("pass a url or an engine, not both")
-        if engine is not None and not isinstance(engine, AsyncEngine):
-            raise TypeError(
-                f"engine must be a SQLAlchemy AsyncEngine (create_async_engine(...)), "
-                f"got {type(engine).__name__}"
-            )
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
-        self.url = resolve_url(engine.url if engine is not None else url)
+        self.url = _source_url(url, engine, timeout_s)
         self.timeout_s = float(timeout_s)
         self.max_item_bytes = check_positive("max_item_bytes", max_item_bytes)
         self.database = open_database(
@@ -203,12 +215,8 @@ class SessionStore(SessionHistory):
         self.publisher = publisher
         self.verify_on_load = check_flag("verify_on_load", verify_on_load)
         self.prices: dict[str, Price] = {**DEFAULT_PRICES, **(prices or {})}
-        if read_only and create_tables:
-            raise TypeError("a read-only store cannot create tables: drop create_tables=True")
         self.read_only = read_only
-        self._create_tables = (
-            not read_only and self.dialect == "sqlite" if create_tables is None else create_tables
-        )
+        self._create_tables = _creates_tables(create_tables, read_only, self.dialect)
         self._ready = False
         self._ready_lock = LoopSafeLock("the store's schema check")
 
