@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 from sessionstore import Redactor, SessionStore, SessionStoreError
 
 from . import _pages as pages
-from ._refs import SEALED_NAME, SessionRefs
+from ._refs import CURSOR, SEALED_NAME, SessionRefs
 from ._security import Guard
 from ._text import inert
 
@@ -65,7 +65,11 @@ def _environment(redactor: Redactor, refs: SessionRefs) -> jinja2.Environment:
     def qs(**params: Any) -> Markup:
         """A query string; a session id the page shows changed travels sealed (_refs)."""
         pairs = [
-            refs.param(key, value) if isinstance(value, str) else (key, value)
+            (key, refs.seal(key, value))
+            if key == CURSOR
+            else refs.param(key, value)
+            if isinstance(value, str)
+            else (key, value)
             for key, value in params.items()
             if value is not None and value != ""
         ]
@@ -159,8 +163,12 @@ def _session_id(request: Request, viewer: Viewer) -> str:
 
 async def sessions(request: Request, viewer: Viewer) -> Response:
     p = request.query_params
+    after = p.get(CURSOR)
+    cursor = viewer.refs.open(CURSOR, after) if after else None
+    if after and cursor is None:
+        raise pages.bad_request("the page link is damaged: start from the first page")
     page = await pages.session_list(
-        viewer.store, p.get("q", ""), p.get("sort", "updated"), p.get("dir", "desc"), p.get("after")
+        viewer.store, p.get("q", ""), p.get("sort", "updated"), p.get("dir", "desc"), cursor
     )
     return viewer.render("sessions.html", page=page, title="sessions")
 

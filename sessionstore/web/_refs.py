@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 # The parameters that name a session, and the name each takes when sealed.
 SEALED_NAME: Final = {"id": "ref", "session": "sref"}
+CURSOR: Final = "after"  # the list's page cursor: a sort value and a session id, always sealed
 _NONCE_BYTES: Final = 12
 
 
@@ -33,13 +34,17 @@ class SessionRefs:
         """(`name`, the id) when the page would show the id as it is, else it sealed."""
         if name not in SEALED_NAME or self._shown(session_id) == session_id:
             return name, session_id
-        sealed_name = SEALED_NAME[name]
+        return SEALED_NAME[name], self.seal(SEALED_NAME[name], session_id)
+
+    def seal(self, sealed_name: str, text: str) -> str:
+        """`text` encrypted for `open(sealed_name, ...)` (the list's page cursors, which
+        hold a session id, are always sealed)."""
         nonce = os.urandom(_NONCE_BYTES)
-        sealed = nonce + self._cipher.encrypt(nonce, session_id.encode(), sealed_name.encode())
-        return sealed_name, base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+        sealed = nonce + self._cipher.encrypt(nonce, text.encode(), sealed_name.encode())
+        return base64.urlsafe_b64encode(sealed).decode().rstrip("=")
 
     def open(self, sealed_name: str, sealed: str) -> str | None:
-        """The id `param` sealed under `sealed_name` (`ref`, `sref`); None for anything
+        """The text sealed under `sealed_name` (`ref`, `sref`, a cursor); None for anything
         else (damaged, or sealed by an earlier run of the server, whose key is gone)."""
         try:
             raw = base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4))

@@ -16,10 +16,11 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from starlette.exceptions import HTTPException
 
 from sessionstore import Keyring, LocalKey, SessionStore
 from sessionstore.web import create_app
-from sessionstore.web._pages import tokens_page
+from sessionstore.web._pages import _uncursor, tokens_page
 from sessionstore.web._text import inert
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
@@ -278,6 +279,17 @@ async def test_other_host_names_are_refused_on_loopback(viewer: httpx.AsyncClien
     response = await viewer.get("/", headers={"host": "attacker.example"})
     assert response.status_code == 400
     assert (await viewer.get("/", headers={"host": "localhost:8765"})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("sort", "value"),
+    [("cost", None), ("tokens", "x"), ("items", True), ("items", 10**30), ("id", 5)],
+)
+def test_a_cursor_of_another_sort_or_out_of_range_is_refused(sort: str, value: object) -> None:
+    """Cursors travel sealed; one that opens must still hold what its sort compares."""
+    with pytest.raises(HTTPException) as caught:
+        _uncursor(_cursor([value, "y"]), sort)
+    assert caught.value.status_code == 400
 
 
 def test_inert_makes_invisible_characters_visible() -> None:
