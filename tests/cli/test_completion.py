@@ -12,11 +12,15 @@ COMMAND = str(Path(sys.executable).parent / "sessionstore")
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # The shell is named on the command line: without this, typer asks shellingham for the
+    # parent process's shell and ignores the name, so a run with no shell above it (a
+    # detached CI job) failed with "Shell  not supported".
+    fixed = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     return subprocess.run(
         [COMMAND, *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **env},
+        env={**os.environ, **fixed, **env},
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
