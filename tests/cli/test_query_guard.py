@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from sessionstore import QueryRejectedError, SessionStore
 from sessionstore.cli._query_guard import DOCUMENTED_TABLES, vetted
+from tests.support.citus import one_ddl_at_a_time
 from tests.support.cli import assert_refused, db_state, run
 
 ESCAPES = [
@@ -101,7 +102,8 @@ def test_every_documented_table_may_be_read() -> None:
 def query_role(fresh_pg_url: str) -> Iterator[tuple[str, str]]:
     """A database migrated with `--query-role`, and the role (dropped afterwards)."""
     role = f"ss_reader_{uuid.uuid4().hex[:8]}"
-    result = run("migrate", "--url", fresh_pg_url, "--query-role", role)
+    with one_ddl_at_a_time(fresh_pg_url):  # on Citus a role reaches every node
+        result = run("migrate", "--url", fresh_pg_url, "--query-role", role)
     assert result.exit_code == 0, result.output
     assert f"role '{role}'" in result.output
     yield fresh_pg_url, role
@@ -111,7 +113,8 @@ def query_role(fresh_pg_url: str) -> Iterator[tuple[str, str]]:
             await conn.execute(sa.text(f'DROP OWNED BY "{role}"'))
             await conn.execute(sa.text(f'DROP ROLE "{role}"'))
 
-    asyncio.run(drop())
+    with one_ddl_at_a_time(fresh_pg_url):
+        asyncio.run(drop())
 
 
 async def _as_role(url: str, role: str, sql: str) -> object:

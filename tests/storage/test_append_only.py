@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from sessionstore import SessionStore
 from sessionstore._schema import messages
+from tests.support.citus import one_ddl_at_a_time
 from tests.support.database import edit_rows
 
 ITEMS = [{"role": "user", "content": "keep me"}, {"role": "assistant", "content": "kept"}]
@@ -88,14 +89,15 @@ async def test_postgresql_maintenance_is_for_the_owner_and_the_roles_it_names(
     url = make_url(fresh_pg_url)
     async with SessionStore(fresh_pg_url, create_tables=True) as store:
         await store.append("s", ITEMS)
-        async with store.engine.begin() as conn:
-            for statement in (
-                f'CREATE ROLE "{role}" LOGIN',
-                f'GRANT USAGE ON SCHEMA public TO "{role}"',
-                f'GRANT SELECT, UPDATE, DELETE ON messages TO "{role}"',
-                f'GRANT CREATE ON DATABASE "{url.database}" TO "{role}"',
-            ):
-                await conn.execute(sa.text(statement))
+        with one_ddl_at_a_time(fresh_pg_url):  # on Citus a role reaches every node
+            async with store.engine.begin() as conn:
+                for statement in (
+                    f'CREATE ROLE "{role}" LOGIN',
+                    f'GRANT USAGE ON SCHEMA public TO "{role}"',
+                    f'GRANT SELECT, UPDATE, DELETE ON messages TO "{role}"',
+                    f'GRANT CREATE ON DATABASE "{url.database}" TO "{role}"',
+                ):
+                    await conn.execute(sa.text(statement))
         editor = await asyncpg.connect(
             host=url.host, port=url.port, user=role, database=url.database
         )
@@ -129,6 +131,7 @@ async def test_postgresql_maintenance_is_for_the_owner_and_the_roles_it_names(
             assert await store.history("s") == []
         finally:
             await editor.close()
-            async with store.engine.begin() as conn:
-                await conn.execute(sa.text(f'DROP OWNED BY "{role}" CASCADE'))
-                await conn.execute(sa.text(f'DROP ROLE "{role}"'))
+            with one_ddl_at_a_time(fresh_pg_url):
+                async with store.engine.begin() as conn:
+                    await conn.execute(sa.text(f'DROP OWNED BY "{role}" CASCADE'))
+                    await conn.execute(sa.text(f'DROP ROLE "{role}"'))

@@ -18,10 +18,11 @@ from sqlalchemy.engine import make_url
 
 
 @contextmanager
-def _one_setup_at_a_time(coordinator: str) -> Iterator[None]:
-    """Registering workers with a new database's coordinator, from two test processes at
-    once, failed on a worker with "tuple concurrently updated" (a CI run, -n 2): the
-    cluster's set-ups take turns, across processes, through a lock file."""
+def one_ddl_at_a_time(coordinator: str) -> Iterator[None]:
+    """Cluster-wide DDL takes turns across test processes, through a lock file: registering
+    workers with a new database's coordinator from two processes at once failed on a worker
+    with "tuple concurrently updated", and a role created (which Citus propagates to every
+    node) while another process registered workers, with "tuple concurrently deleted"."""
     port = make_url(coordinator).port or 5432
     lock = Path(tempfile.gettempdir()) / f"sessionstore-citus-{port}.lock"
     with lock.open("a") as handle:
@@ -83,7 +84,7 @@ async def enable_citus(coordinator: str, name: str, *, extension: bool = True) -
     workers = await _workers(coordinator)
     if extension:
         await _run(_on(coordinator, host, port, name), "CREATE EXTENSION citus")
-    with _one_setup_at_a_time(coordinator):
+    with one_ddl_at_a_time(coordinator):
         await _run(
             _on(coordinator, host, port, name),
             # 4 shards, not 32: each test empties every table, on every shard.
