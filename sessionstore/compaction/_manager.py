@@ -30,16 +30,18 @@ from .._store._context_replacement import (
     CompactionResult,
     CompactionWrite,
     archived_record,
-    encode_replaced,
     marker_tokens,
     own_start,
 )
 from ..archive import ArchiveDelivery
 from ._background._background import BackgroundCompactor
+from ._collector import freeze_more, snapshot_frozen
 from ._message import as_item
 from ._observers import CompactionObserver
+from ._off_loop import BIG_CONTEXT, off_loop_if
 from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
-from ._partition import Partition, Unit, build_units, fit
+from ._partition import Partition, build_units, fit
+from ._plan_parts import kept_record, kept_rows, replaced_archive
 from ._policy import Trigger, TriggerDecision, decide
 from ._preflight._fixed_costs import FixedCostCache
 from ._preflight._masking import MaskReport, RowMasking
@@ -342,9 +344,10 @@ class CompactionManager(Summarizing):
             resolve_strategy(strategy, self.policy.custom_strategies)
         async with self._locks(session_id).hold(self.config.lock_timeout_s):
             for attempt in range(_CAS_ATTEMPTS):
-                outcome = await self._compact_once(
-                    session_id, trigger, note, strategy, extra_tokens, dry_run, attempt > 0
-                )
+                with snapshot_frozen():
+                    outcome = await self._compact_once(
+                        session_id, trigger, note, strategy, extra_tokens, dry_run, attempt > 0
+                    )
                 if outcome is not None:
                     return outcome
             error = Event(
@@ -378,8 +381,16 @@ class CompactionManager(Summarizing):
     ) -> CompactionOutcome | None:
         started = time.perf_counter()
         rows = await self.store.context_rows(session_id)
-        visible = visible_rows(rows)
-        tokens_before = sum(row.tokens for row in visible) + extra_tokens
+        # Over a big context, grouping and fitting are hundreds of ms of Python: not on the
+        # loop's thread (issue #34).
+        big = len(rows) > BIG_CONTEXT
+        if big:
+            freeze_more()  # the rows: no collection walks them again (_collector.py)
+        tokens_before, snapshot_start, planned = await off_loop_if(
+            big, self._planned, session_id, rows, extra_tokens
+        )
+        if big:
+            freeze_more()  # the units
         forced: Literal["manual", "overflow"] | None = (
             trigger if trigger in ("manual", "overflow") else None
         )
@@ -393,11 +404,10 @@ class CompactionManager(Summarizing):
                 tokens_before,
                 "another writer compacted it meanwhile: no longer over the trigger",
             )
-        try:
-            plan, summary_budget = self.plan(visible, extra_tokens)
-        except CompactionError as exc:
-            await self._record_error(session_id, "InsufficientBudget", str(exc), "raised")
-            raise
+        if isinstance(planned, CompactionError):
+            await self._record_error(session_id, "InsufficientBudget", str(planned), "raised")
+            raise planned
+        plan, summary_budget = planned
         if not plan.remainder:
             return skipped(
                 session_id,
@@ -412,20 +422,18 @@ class CompactionManager(Summarizing):
                 session_id, decision, False, tokens_before, estimate, plan=plan
             )
         self._guard_loop(session_id)
-        snapshot_start = own_start(session_id, rows)
         prepared = None
         if self.background is not None:
             prepared = await self.background.claim(session_id, snapshot_start, plan, extra_tokens)
         if prepared is not None:  # summarized before the trigger, still the same prefix
             plan = prepared.plan
-        replaced = plan.replaced_rows
         redact = self.store.redactor.value if self.store.redact_archives else None
         # Encoded while the summarizer runs (zlib and SHA-256 release the GIL), off the lock:
         # handed to the thread now, not by a task that would start only once this coroutine
         # first yields (a summarizer that never waits would leave all of it for the end), in
         # this context, as `to_thread` would (a redaction hook may read context variables).
         archive = asyncio.get_running_loop().run_in_executor(
-            None, contextvars.copy_context().run, encode_replaced, replaced, redact
+            None, contextvars.copy_context().run, replaced_archive, plan, redact
         )
         try:
             if prepared is None:
@@ -438,21 +446,95 @@ class CompactionManager(Summarizing):
                 summary = Summary(
                     prepared.text, prepared.strategy, None, prepared.events, prepared.opaque
                 )
-            archive_body = await archive
+            replaced, archive_body = await archive
         finally:
             archive.cancel()  # a no-op once it finished; never left unawaited on an error
+        # Counting the layers and listing what is kept walk every unit: off the loop too.
+        write = await off_loop_if(
+            big,
+            self._write,
+            session_id,
+            snapshot_start,
+            rows[-1].seq,
+            plan,
+            summary,
+            prior,
+            replaced,
+            archive_body,
+            decision,
+            note,
+            tokens_before,
+            started,
+            prepared,
+        )
+        result = await self.store.write_transaction(
+            tx_commit_releasing,
+            write,
+            self.estimator.count_item,
+            self.store.session_keys,
+            None if prepared is None else prepared.holder,
+        )
+        if result is None:
+            return None
+        await self._committed(write, result, summary.strategy, summary.text)
+        tokens_after = result.tokens_after + extra_tokens
+        self._after(session_id, tokens_after)
+        return CompactionOutcome(
+            session_id,
+            decision,
+            compacted=True,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            plan=plan,
+            summary=summary.text,
+            strategy=summary.strategy,
+            fallback=summary.fallback,
+            result=result,
+        )
+
+    def _planned(
+        self, session_id: str, rows: Sequence[StoredRow], extra_tokens: int
+    ) -> tuple[int, int, tuple[Partition, int] | CompactionError]:
+        """(tokens before, the snapshot's context start, the plan and the summary's allowance
+        or the InsufficientBudget error) of a context's rows: synchronous, for a worker
+        thread when the context is big."""
+        visible = visible_rows(rows)
+        tokens_before = sum(row.tokens for row in visible) + extra_tokens
+        try:
+            planned: tuple[Partition, int] | CompactionError = self.plan(visible, extra_tokens)
+        except CompactionError as exc:
+            planned = exc
+        return tokens_before, own_start(session_id, rows), planned
+
+    def _write(
+        self,
+        session_id: str,
+        snapshot_start: int,
+        snapshot_last: int,
+        plan: Partition,
+        summary: Summary,
+        prior: PriorState,
+        replaced: Sequence[StoredRow],
+        archive_body: Any,
+        decision: TriggerDecision,
+        note: str | None,
+        tokens_before: int,
+        started: float,
+        prepared: Any,
+    ) -> CompactionWrite:
+        """What the commit writes (synchronous: a worker thread's when the context is big)."""
         layers = Layers.of(plan)
         # An opaque marker (new, or the prior one a prune-only compaction keeps) is bound.
         bound = summary.opaque or (prior.binding if summary.text is None else None)
-        write = CompactionWrite(
+        return CompactionWrite(
             session_id=session_id,
             snapshot_start=snapshot_start,
-            snapshot_last=rows[-1].seq,
+            snapshot_last=snapshot_last,
             pinned=[row for unit in plan.pinned for row in unit.rows],
             summary_text=summary.text,
             summary_role=self.policy.summary_role,
             prior_summary=plan.prior_summary.rows[0] if plan.prior_summary else None,
-            kept=_kept_rows(plan),
+            kept=kept_rows(plan),
             replaced=replaced,
             archive=archive_body,
             record={
@@ -464,7 +546,7 @@ class CompactionManager(Summarizing):
                 "model": bound.model if bound else self.config.model,
                 "provider": bound.provider if bound else None,
                 "summarizer": self.summarizer.name if prepared is None else prepared.summarizer,
-                "kept": _kept_record(plan),
+                "kept": kept_record(plan),
                 "tokens_before": tokens_before,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             },
@@ -499,30 +581,6 @@ class CompactionManager(Summarizing):
                 ]
             ),
             provider_item=summary.opaque,
-        )
-        result = await self.store.write_transaction(
-            tx_commit_releasing,
-            write,
-            self.estimator.count_item,
-            self.store.session_keys,
-            None if prepared is None else prepared.holder,
-        )
-        if result is None:
-            return None
-        await self._committed(write, result, summary.strategy, summary.text)
-        tokens_after = result.tokens_after + extra_tokens
-        self._after(session_id, tokens_after)
-        return CompactionOutcome(
-            session_id,
-            decision,
-            compacted=True,
-            tokens_before=tokens_before,
-            tokens_after=tokens_after,
-            plan=plan,
-            summary=summary.text,
-            strategy=summary.strategy,
-            fallback=summary.fallback,
-            result=result,
         )
 
     async def _committed(
@@ -623,28 +681,3 @@ class CompactionManager(Summarizing):
                 )
             ]
         )
-
-
-def _kept_rows(plan: Partition) -> list[tuple[StoredRow, dict[str, Any] | None]]:
-    """The recent layer in seq order; the truncated user message as its shortened copy."""
-    kept: list[tuple[StoredRow, dict[str, Any] | None]] = [
-        (row, None) for unit in plan.kept for row in unit.rows
-    ]
-    if plan.truncated_user is not None:
-        unit, copy, _tokens = plan.truncated_user
-        kept.append((unit.rows[0], copy))
-    return sorted(kept, key=lambda pair: pair[0].seq)
-
-
-def _kept_record(plan: Partition) -> dict[str, list[int]]:
-    def seqs(units: Sequence[Unit]) -> list[int]:
-        return [row.seq for unit in units for row in unit.rows]
-
-    return {
-        "pinned": seqs(plan.pinned),
-        "recent": seqs(plan.recent),
-        "tool_pairs": seqs(plan.tools),
-        "aborted": seqs(plan.aborted),
-        "users": seqs(plan.users),
-        "truncated_user": [plan.truncated_user[0].first_seq] if plan.truncated_user else [],
-    }

@@ -27,6 +27,7 @@ from .._store._context_replacement import (
     ProviderItem,
 )
 from .._tokens import TokenEstimator
+from ._off_loop import BIG_CONTEXT, off_loop_if
 from ._partition import Partition, Unit
 from ._policy import CompactionPolicy
 from ._rebind import Rebind
@@ -85,9 +86,9 @@ class Summarizing:
         strategy_name = strategy or self.policy.strategy
         if prior is None:
             prior = await self.prior_state(session_id, plan)
-        return self._scrubbed(
-            plan, await self._summarize(session_id, plan, strategy_name, max_tokens, prior)
-        )
+        summary = await self._summarize(session_id, plan, strategy_name, max_tokens, prior)
+        # The sources' texts are read from every summarized item: off the loop when many.
+        return await off_loop_if(len(plan.remainder) > BIG_CONTEXT, self._scrubbed, plan, summary)
 
     async def _summarize(
         self,
@@ -106,8 +107,9 @@ class Summarizing:
         too_long = 0
         trims = 0
         while True:
+            big = len(units) > BIG_CONTEXT
             request = SummaryRequest(
-                items=[item for unit in units for item in unit.items],
+                items=await off_loop_if(big, _items_of, units),
                 prior_summary=prior,
                 strategy=strategy.name,
                 instructions=strategy.prompt,
@@ -124,7 +126,9 @@ class Summarizing:
                     )
                 if self.estimator.count_text(result.text) > max_tokens:
                     raise SummaryTooLongError("summary exceeds max_tokens")
-                carried = carry_forward(
+                carried = await off_loop_if(
+                    big,
+                    carry_forward,
                     prior,
                     result.text,
                     self.estimator.count_text,
@@ -288,3 +292,8 @@ def prior_text(unit: Unit | None) -> str | None:
 def safe_message(exc: BaseException) -> str:
     """An exception's message, bounded; summarizer errors never carry secrets or content."""
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _items_of(units: list[Unit]) -> list[dict[str, Any]]:
+    """The units' items, in order (a worker thread's work for 100,000 of them)."""
+    return [item for unit in units for item in unit.items]

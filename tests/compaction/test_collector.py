@@ -1,0 +1,65 @@
+"""While compactions run, what survives is frozen out of the cyclic collector's walks; the
+last one to end thaws it, and an application's own freeze is never undone."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+from sessionstore.compaction._collector import freeze_more, snapshot_frozen
+
+
+def test_a_compaction_freezes_and_the_last_one_thaws() -> None:
+    assert gc.get_freeze_count() == 0
+    with snapshot_frozen():
+        assert gc.get_freeze_count() > 0
+        with snapshot_frozen():  # a second compaction of the process, nested
+            kept = [[index] for index in range(1_000)]
+            freeze_more()
+            frozen = gc.get_freeze_count()
+            assert frozen >= len(kept)
+        assert gc.get_freeze_count() > 0  # the first is still running: nothing thawed
+    assert gc.get_freeze_count() == 0
+    assert len(gc.callbacks) == len([c for c in gc.callbacks if c is not None])
+
+
+def test_survivors_of_a_collection_are_frozen_meanwhile() -> None:
+    with snapshot_frozen():
+        before = gc.get_freeze_count()
+        survivors = [[index] for index in range(5_000)]  # lists: tracked by the collector
+        gc.collect(1)  # what survives the middle generation is frozen by the callback
+        assert gc.get_freeze_count() >= before + len(survivors)
+    assert gc.get_freeze_count() == 0
+
+
+def test_an_applications_own_freeze_is_left_alone() -> None:
+    gc.freeze()  # a pre-fork server froze its imports
+    try:
+        frozen = gc.get_freeze_count()
+        with snapshot_frozen():
+            _ = [[index] for index in range(1_000)]
+            freeze_more()
+            assert gc.get_freeze_count() == frozen  # it did not freeze more, nor thaw
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_compactions_in_threads_thaw_once_all_have_ended() -> None:
+    inside = threading.Barrier(3)
+    leave = threading.Event()
+
+    def compaction() -> None:
+        with snapshot_frozen():
+            inside.wait()
+            leave.wait(10)
+
+    threads = [threading.Thread(target=compaction) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    inside.wait()
+    assert gc.get_freeze_count() > 0
+    leave.set()
+    for thread in threads:
+        thread.join(10)
+    assert gc.get_freeze_count() == 0
