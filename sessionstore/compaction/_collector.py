@@ -13,7 +13,9 @@ allocation phases (the read, the plan) and after every collection of the middle 
 nearly empty and no collection walks more than a few thousand objects. Meanwhile only young
 cycles are collected; one that outlived ~7,000 allocations is collected after the thaw:
 `gc.unfreeze()` (O(1) too) when the last compaction of the process ends. An application that
-froze objects itself (a pre-fork server) is left alone: unfreezing would undo its freeze.
+froze objects itself (a pre-fork server) is left alone: unfreezing would undo its freeze. (One
+that freezes while a compaction runs is thawed with it; and a process that is never without a
+running compaction collects its old cycles only once it is.)
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def snapshot_frozen() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _ours:
-                gc.callbacks.remove(_refreeze)
-                gc.unfreeze()
+                gc.unfreeze()  # first: nothing below may leave the process frozen
+                with contextlib.suppress(ValueError):  # an application cleared the callbacks
+                    gc.callbacks.remove(_refreeze)
                 _ours = False
 
 
@@ -63,6 +66,16 @@ def freeze_more() -> None:
 
 def _refreeze(phase: str, info: dict[str, int]) -> None:
     """After a collection of the middle or the oldest generation: what survived it is frozen,
-    never walked again meanwhile (an O(1) splice, about every 7,000 allocations)."""
-    if phase == "stop" and info["generation"] >= 1:
-        gc.freeze()
+    never walked again meanwhile (an O(1) splice, about every 7,000 allocations).
+
+    It runs in whichever thread collected, so it freezes only under the lock and only while
+    compactions that froze still run: a collection that began just before the last one
+    ended must not freeze the process for good. The lock is never waited for (the thread
+    that collected may hold it)."""
+    if phase != "stop" or info["generation"] < 1 or not _lock.acquire(blocking=False):
+        return
+    try:
+        if _ours and _depth > 0:
+            gc.freeze()
+    finally:
+        _lock.release()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from sessionstore.compaction._collector import freeze_more, snapshot_frozen
+from sessionstore.compaction._collector import _refreeze, freeze_more, snapshot_frozen
 
 
 def test_a_compaction_freezes_and_the_last_one_thaws() -> None:
@@ -63,3 +63,22 @@ def test_compactions_in_threads_thaw_once_all_have_ended() -> None:
     for thread in threads:
         thread.join(10)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_collection_that_ends_after_the_last_compaction_freezes_nothing() -> None:
+    """The callback runs in whichever thread collected: if the last compaction ended while
+    it was on its way, it must not freeze the process for good."""
+    with snapshot_frozen():
+        pass
+    _refreeze("stop", {"generation": 2, "collected": 0, "uncollectable": 0})
+    assert gc.get_freeze_count() == 0
+
+
+def test_callbacks_cleared_by_the_application_still_thaw() -> None:
+    saved = list(gc.callbacks)
+    try:
+        with snapshot_frozen():
+            gc.callbacks.clear()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.callbacks[:] = saved
