@@ -10,6 +10,7 @@ prune-only, input too large -> drop the oldest units and retry.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -343,8 +344,12 @@ class CompactionManager(Summarizing):
         if strategy is not None:  # an unknown name fails now, not when there is work
             resolve_strategy(strategy, self.policy.custom_strategies)
         async with self._locks(session_id).hold(self.config.lock_timeout_s):
+            # Only a big context freezes what survives out of the collector's walks while it
+            # compacts (_collector.py): small ones never hold the process's cycles back.
+            info = await self.store.session_info(session_id)
+            big = info is not None and info.context_items > BIG_CONTEXT
             for attempt in range(_CAS_ATTEMPTS):
-                with snapshot_frozen():
+                with snapshot_frozen() if big else contextlib.nullcontext():
                     outcome = await self._compact_once(
                         session_id, trigger, note, strategy, extra_tokens, dry_run, attempt > 0
                     )

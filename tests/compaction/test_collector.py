@@ -6,7 +6,17 @@ from __future__ import annotations
 import gc
 import threading
 
+from sessionstore import SessionStore
+from sessionstore.compaction import (
+    CompactionConfig,
+    CompactionManager,
+    CompactionPolicy,
+    SummaryRequest,
+    SummaryResult,
+)
 from sessionstore.compaction._collector import _refreeze, freeze_more, snapshot_frozen
+from sessionstore.compaction._off_loop import BIG_CONTEXT
+from tests.support.histories import turns
 
 
 def test_a_compaction_freezes_and_the_last_one_thaws() -> None:
@@ -82,3 +92,38 @@ def test_callbacks_cleared_by_the_application_still_thaw() -> None:
         assert gc.get_freeze_count() == 0
     finally:
         gc.callbacks[:] = saved
+
+
+class _SeesTheCollector:
+    """A summarizer that notes whether the collector was frozen while it ran."""
+
+    name = "sees-the-collector"
+    input_window: int | None = None
+
+    def __init__(self) -> None:
+        self.frozen: list[int] = []
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.frozen.append(gc.get_freeze_count())
+        return SummaryResult("summary")
+
+
+async def test_only_a_big_context_freezes_and_it_thaws_after(sqlite_url: str) -> None:
+    summarizer = _SeesTheCollector()
+    async with SessionStore(sqlite_url) as store:
+        manager = CompactionManager(
+            CompactionConfig(
+                max_context_tokens=2_000_000,
+                policy=CompactionPolicy(keep_recent_turns=1),
+                store=store,
+                summarizer=summarizer,
+            )
+        )
+        await store.append("small", turns(20, size=5))
+        await store.append("big", turns(BIG_CONTEXT // 2 + 50, size=5))  # 2 items a turn
+        for session_id in ("small", "big"):
+            outcome = await manager.compact(session_id, trigger="manual")
+            assert outcome.compacted, session_id
+            assert gc.get_freeze_count() == 0  # thawed once the compaction ended
+    small, big = summarizer.frozen
+    assert small == 0 and big > 0
