@@ -509,7 +509,8 @@ class CompactionManager(Summarizing):
             planned: tuple[Partition, int] | CompactionError = self.plan(visible, extra_tokens)
         except CompactionError as exc:
             planned = exc
-        return tokens_before, own_start(session_id, rows), planned
+        start = own_start(session_id, rows) if rows else 0  # no rows: nothing to compact
+        return tokens_before, start, planned
 
     def _write(
         self,

@@ -454,3 +454,9 @@ async def test_the_archive_is_encoded_while_a_summarizer_that_never_yields_runs(
         outcome = await manager.compact("s")
     assert outcome.compacted and outcome.summary == "the archive was being encoded"
     assert tenants == {"tenant-7"}
+
+
+async def test_compacting_a_session_with_no_rows_is_skipped(db_url: str) -> None:
+    async with SessionStore(db_url, create_tables=True) as store:
+        outcome = await manager_for(store).compact("nobody", trigger="manual")
+        assert not outcome.compacted and outcome.tokens_before == 0
