@@ -16,9 +16,15 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from ._errors import StoreTimeoutError
+
+# Rows past which Python work over them (a read's decoding and hashing, a compaction's
+# planning and write) leaves the event loop's thread: below it a thread hop costs more than
+# the work stalls the loop (a few hundred rows take ~1 ms; 100,000 stalled it 300 ms and
+# more, issue #34). The store and compaction share it.
+BIG_ROWS: Final = 2_000
 
 _T = TypeVar("_T")
 _CLOSE_TIMEOUT_S = 5.0  # closing another loop's resource never holds up a close for longer

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Final, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from sqlalchemy.util import await_only
 from sqlalchemy.util.concurrency import in_greenlet
 
-__all__ = ["BIG_READ", "let_loop_run", "off_loop", "off_loop_past"]
+from .._loops import BIG_ROWS
+
+__all__ = ["let_loop_run", "off_loop", "off_loop_past"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-# Rows past which a read's Python work (decoding, hashing) leaves the loop's thread: below
-# it, a thread hop would cost more than the work stalls the loop (a few hundred rows take
-# ~1 ms; decoding 100,000 items on the loop's thread stalled it 300 ms and more, issue #34).
-BIG_READ: Final = 2_000
 
 
 def off_loop(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -37,7 +34,7 @@ def off_loop(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
 def off_loop_past(rows: int, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     """`fn(*args, **kwargs)` for work over `rows` rows: off the loop's thread for a big
     read (see off_loop), in place below that, where a thread hop would cost more."""
-    if rows > BIG_READ:
+    if rows > BIG_ROWS:
         return off_loop(fn, *args, **kwargs)
     return fn(*args, **kwargs)
 

@@ -47,7 +47,7 @@ from .._items import (
     is_tool_output,
     rough_chars,
 )
-from .._loops import LoopSafeLock
+from .._loops import BIG_ROWS, LoopSafeLock
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import (
     Batch,
@@ -62,7 +62,6 @@ from .._security._payload_sealing import SessionKeys
 from .._storage._call_record import CallRecord
 from .._storage._database import open_database
 from .._storage._migrations import ensure_schema
-from .._storage._off_loop import BIG_READ
 from .._storage._outcomes import DEFAULT_TIMEOUT_S
 from .._storage._row_sql import (
     SESSION_ROW,
@@ -525,7 +524,7 @@ class SessionStore(SessionHistory):
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
             records = await self.database.active_rows(session_id)
             if all(record["payload_sealed"] is None for record in records):  # none sealed
-                if len(records) > BIG_READ:  # a big context: not on the loop's thread
+                if len(records) > BIG_ROWS:  # a big context: not on the loop's thread
                     return await asyncio.to_thread(decoded_visible, records)
                 return decoded_visible(records)
         return await self.database.read(read_active, session_id, self.session_keys)

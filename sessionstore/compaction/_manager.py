@@ -23,7 +23,7 @@ from .._errors import (
     CompactionErrorReason,
 )
 from .._events import Event
-from .._loops import KeyedLocks
+from .._loops import BIG_ROWS, KeyedLocks
 from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._store._compaction_leases import tx_commit_releasing
@@ -39,7 +39,7 @@ from ._background._background import BackgroundCompactor
 from ._collector import freeze_more, snapshot_frozen
 from ._message import as_item
 from ._observers import CompactionObserver
-from ._off_loop import BIG_CONTEXT, off_loop_if
+from ._off_loop import off_loop_if
 from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
 from ._partition import Partition, build_units, fit
 from ._plan_parts import kept_record, kept_rows, replaced_archive
@@ -347,7 +347,7 @@ class CompactionManager(Summarizing):
             # Only a big context freezes what survives out of the collector's walks while it
             # compacts (_collector.py): small ones never hold the process's cycles back.
             info = await self.store.session_info(session_id)
-            big = info is not None and info.context_items > BIG_CONTEXT
+            big = info is not None and info.context_items > BIG_ROWS
             for attempt in range(_CAS_ATTEMPTS):
                 with snapshot_frozen() if big else contextlib.nullcontext():
                     outcome = await self._compact_once(
@@ -388,7 +388,7 @@ class CompactionManager(Summarizing):
         rows = await self.store.context_rows(session_id)
         # Over a big context, grouping and fitting are hundreds of ms of Python: not on the
         # loop's thread (issue #34).
-        big = len(rows) > BIG_CONTEXT
+        big = len(rows) > BIG_ROWS
         if big:
             freeze_more()  # the rows: no collection walks them again (_collector.py)
         tokens_before, snapshot_start, planned = await off_loop_if(

@@ -20,6 +20,7 @@ from .._errors import (
 )
 from .._events import Event
 from .._items import text_of
+from .._loops import BIG_ROWS
 from .._opaque import is_opaque
 from .._schema import SUMMARY_START
 from .._store import SessionStore
@@ -27,7 +28,7 @@ from .._store._context_replacement import (
     ProviderItem,
 )
 from .._tokens import TokenEstimator
-from ._off_loop import BIG_CONTEXT, off_loop_if
+from ._off_loop import off_loop_if
 from ._partition import Partition, Unit
 from ._policy import CompactionPolicy
 from ._rebind import Rebind
@@ -88,7 +89,7 @@ class Summarizing:
             prior = await self.prior_state(session_id, plan)
         summary = await self._summarize(session_id, plan, strategy_name, max_tokens, prior)
         # The sources' texts are read from every summarized item: off the loop when many.
-        return await off_loop_if(len(plan.remainder) > BIG_CONTEXT, self._scrubbed, plan, summary)
+        return await off_loop_if(len(plan.remainder) > BIG_ROWS, self._scrubbed, plan, summary)
 
     async def _summarize(
         self,
@@ -107,7 +108,7 @@ class Summarizing:
         too_long = 0
         trims = 0
         while True:
-            big = len(units) > BIG_CONTEXT
+            big = len(units) > BIG_ROWS
             request = SummaryRequest(
                 items=await off_loop_if(big, _items_of, units),
                 prior_summary=prior,

@@ -7,6 +7,7 @@ import gc
 import threading
 
 from sessionstore import SessionStore
+from sessionstore._loops import BIG_ROWS
 from sessionstore.compaction import (
     CompactionConfig,
     CompactionManager,
@@ -15,7 +16,6 @@ from sessionstore.compaction import (
     SummaryResult,
 )
 from sessionstore.compaction._collector import _refreeze, freeze_more, snapshot_frozen
-from sessionstore.compaction._off_loop import BIG_CONTEXT
 from tests.support.histories import turns
 
 
@@ -121,7 +121,7 @@ async def test_only_a_big_context_freezes_and_it_thaws_after(sqlite_url: str) ->
             )
         )
         await store.append("small", turns(20, size=5))
-        await store.append("big", turns(BIG_CONTEXT // 2 + 50, size=5))  # 2 items a turn
+        await store.append("big", turns(BIG_ROWS // 2 + 50, size=5))  # 2 items a turn
         for session_id in ("small", "big"):
             outcome = await manager.compact(session_id, trigger="manual")
             assert outcome.compacted, session_id
