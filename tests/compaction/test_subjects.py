@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sessionstore.compaction._summarizers._extractive import ExtractiveSummarizer
 from sessionstore.compaction._summarizers._factsheet import carry_forward
+from sessionstore.compaction._summarizers._prompts import transcript_entries
 from sessionstore.compaction._summarizers._subjects import (
     Statement,
     claim_of,
@@ -73,11 +74,84 @@ def test_a_value_given_up_retires_any_line_that_names_it() -> None:
     assert settled.replaced == {0} and settled.was[1] == ("pgloader",)
 
 
-def test_a_name_that_opens_a_sentence_is_not_read_as_a_value() -> None:
+def test_a_name_that_opens_a_sentence_is_a_value_only_before_a_verb_in_s() -> None:
     """A known limit: "Marco took over ..." reads like "Check the ...", so the opening
-    word is never a name and such a sentence replaces nothing (docs/QUALITY.md)."""
+    word is a name only when a verb of the third person in -s follows it ("Idris owns");
+    other sentences replace nothing (docs/QUALITY.md)."""
     assert claim_of("Marco took over the payments on-call.") is None
     assert claim_of("Check the payments on-call rota.") is None
+    assert claim_of("Decided the payments on-call rota.") is None
+    owns = claim_of("Idris owns the incident review doc.")
+    assert owns is not None and owns.values == {"person": frozenset({"idris"})}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "gone"),
+    [
+        # Word forms: "approves" and "approvals", "deploys" and "deploy".
+        ("Ingrid approves prod deploys.", "Prod deploy approvals: Noor handles them.", "ingrid"),
+        # CamelCase product names are values.
+        ("Let's use Redpanda for the event bus.", "Event bus: going with RabbitMQ.", "redpanda"),
+        # Verbs of change around the value are not what the claim is about.
+        ("Cap spending on the load test at 9,300 USD.", "The load test cap went up to 5,900 USD.",
+         "9,300 usd"),
+        ("Searching goes through Vespa for now.", "We dropped Vespa; search runs on Typesense.",
+         "vespa"),
+        ("The queue workers run on ams-web-12.", "Moved the queue workers off ams-web-12 onto "
+         "fra-etl-33.", "ams-web-12"),
+        ("For alerts we use Kafka.", "For alerts we picked NATS over Kafka.", "kafka"),
+    ],
+)  # fmt: skip
+def test_subjects_match_across_word_forms_and_verbs_of_change(
+    old: str, new: str, gone: str
+) -> None:
+    assert gone in replaced(old, new)
+
+
+def test_contractions_and_figures_after_over_name_no_subject() -> None:
+    """ "We'll use a Postgres advisory lock" and "We'll use DuckDB instead of pandas" share
+    only "we'll"; "over 500" is a figure, not a choice given up."""
+    lock = claim_of("We'll use a Postgres advisory lock.")
+    duck = claim_of("We'll use DuckDB instead of pandas.")
+    assert lock is not None and duck is not None and not retired_by(duck, lock)
+    over = claim_of("Alert when the queue holds over 500 jobs.")
+    assert over is not None and not over.former
+
+
+def test_a_short_user_statement_of_a_value_is_kept_when_it_stops_being_the_request() -> None:
+    first = SUMMARIZER.render(
+        SummaryRequest([user("Support rotation: Sven.")], None, "task_state", "", 400)
+    )
+    assert "Latest request" in first and "Sven" in first
+    second = SUMMARIZER.render(SummaryRequest([user("ok, go on")], first, "task_state", "", 400))
+    assert "Support rotation: Sven." in second.split("## Latest request")[0]
+
+
+def test_a_value_read_again_ranks_as_the_used_value_it_replaced() -> None:
+    """The first read answered "Who ...?" (used); the second was only acknowledged (weak),
+    yet it is the current value of a subject that mattered."""
+    read = SUMMARIZER.render(
+        SummaryRequest(_owner_read("Who owns billing?", "Farah", 1), None,
+                       "task_state", "", 400)
+    )  # fmt: skip
+    again = _owner_read("The owners file changed, look again.", "Kenji", 2)
+    facts, _ = SUMMARIZER._collect(
+        SummaryRequest(again, read, "task_state", "", 400), transcript_entries(again)
+    )
+    current = [fact for fact in facts if "Kenji" in fact.text]
+    assert current and not any(fact.weak for fact in current), facts
+    assert all("Farah" not in fact.text or "(was Farah)" in fact.text for fact in facts)
+
+
+def _owner_read(question: str, owner: str, number: int) -> list[Item]:
+    output = f"owners:\n  billing: {owner}\n  docs: Lena\n  search: Bruno"
+    return [
+        user(question),
+        {"type": "function_call", "call_id": f"c{number}", "name": "read_file",
+         "arguments": '{"path": "teams/owners.yaml"}'},
+        {"type": "function_call_output", "call_id": f"c{number}", "output": output},
+        assistant("Okay."),
+    ]  # fmt: skip
 
 
 def test_siblings_in_a_list_stand_unless_a_change_is_said() -> None:

@@ -27,8 +27,7 @@ from ._entities import entity_matches
 
 __all__ = [
     "Claim", "Settled", "Statement", "claim_of", "retired_by", "settle", "strip_was",
-    "value_types", "values_in",
-    "was_note", "with_transition",
+    "value_types", "values_in", "was_note", "with_transition", "word_stem",
 ]  # fmt: skip
 
 _MONTHS: Final = (
@@ -59,7 +58,11 @@ _VALUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("id", re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+\b")),
     ("number", re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w.]\w)")),
     # Capitalized words: names, and in German every noun, so they are also subject words.
-    ("name", re.compile(r"(?<![\w-])[A-ZÀ-Þ][a-zà-ÿ]+(?:\s[A-ZÀ-Þ][a-zà-ÿ]+)?\b")),
+    # CamelCase product names too: "RabbitMQ", "OpenSearch" (not "USD": no small letter).
+    (
+        "name",
+        re.compile(r"(?<![\w-])[A-ZÀ-Þ][a-zà-ÿ]+(?:[A-Z][A-Za-z]*)?(?:\s[A-ZÀ-Þ][a-zà-ÿ]+)?\b"),
+    ),
     ("quoted", re.compile(r"`[^`\n]{1,60}`")),
 )
 # How entity groups compare: environments qualify a subject rather than answer it.
@@ -84,7 +87,9 @@ _STOP: Final = frozenset(
         "until per via has have had do does did will would shall should can could may might "
         "must let let's set moved move changed change changes updated update upgraded upgrade "
         "downgraded switched switch bumped bump pinned pin use using used run runs running "
-        "going gone got get gets is's isn't aren't wasn't don't doesn't won't actually btw fyi "
+        "going gone got get gets went goes is's isn't aren't wasn't don't doesn't won't actually "
+        "btw fyi we'll i'll you'll they'll we're i'm you're they're we've i've i'd we'd it's "
+        "that's what's there's here's instead reason rather "
         "ok okay please thanks yes der die das den dem des ein eine einer einen einem und oder "
         "aber von zu im in am an auf aus bei mit nach für ist sind war waren wird werden wurde "
         "wurden hat haben hatte jetzt noch nun auch nur schon nicht kein keine wir uns unser "
@@ -127,17 +132,25 @@ _CHANGE: Final = re.compile(
 )
 _GIVEN_UP: Final = re.compile(
     r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de|"
-    r"replaced|replaces|took over from|takes over from|ersetzt|löst|reemplaza a|"
-    r"reemplazó a|sustituye a|sustituyó a)\s+"
+    r"replaced|replaces|took over from|takes over from|dropped|dropping|ditched|abandoned|"
+    r"moved off|moved away from|migrated off|got rid of|ersetzt|löst|abgeschafft|"
+    r"reemplaza a|reemplazó a|sustituye a|sustituyó a|dejamos|abandonamos|quitamos)\s+"
     r"(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?([^\W\d][\w.-]*\w)",
     re.IGNORECASE,
 )
 # What precedes a value that was given up: "pgloader rather than Debezium", "statt Kafka".
 _INSTEAD: Final = re.compile(
-    r"\b(?:rather than|instead of|not|no longer|statt|anstatt|anstelle von|nicht mehr|"
-    r"en vez de|en lugar de|ya no)\s+(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?$",
+    r"\b(?:rather than|instead of|not|no longer|off|away from|statt|anstatt|anstelle von|"
+    r"nicht mehr|weg von|en vez de|en lugar de|ya no)\s+"
+    r"(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?$",
     re.IGNORECASE,
 )
+# "picked Debezium over pgloader": a choice given up; "over 500" is a figure, not one.
+_OVER: Final = re.compile(r"\b(?:over|über|sobre)\s+$", re.IGNORECASE)
+# A first word that is a name: an English verb of the third person in -s follows it ("Idris
+# owns"; "is" would make "Retention is 30 days" a person), and it is no past participle or
+# gerund itself ("Decided", "Checking").
+_NAMED_FIRST: Final = re.compile(r"[A-ZÀ-Þ][a-zà-ÿ]+(?<!ed)(?<!ing)\s+[a-zà-ÿ]{2,}(?<!s)s\b")
 _NEAR_BEFORE: Final = 4
 _NEAR_AFTER: Final = 4
 _HEAD_BEFORE: Final = 2
@@ -217,9 +230,22 @@ def _pieces(word: str) -> list[str]:
 
 
 def _opening(text: str) -> set[str]:
-    """The first word, lower-cased: capitalized by the sentence, not by being a name."""
+    """The first word, lower-cased: capitalized by the sentence, not by being a name, unless
+    a verb in -s follows it ("Idris owns the doc")."""
     first = re.search(r"[^\W\d_]+", text)
-    return {first.group().lower()} if first and first.start() < 3 else set()
+    if first is None or first.start() >= 3 or _NAMED_FIRST.match(text, first.start()):
+        return set()
+    return {first.group().lower()}
+
+
+def word_stem(word: str) -> str:
+    """One form per word when subjects are compared, in any language: "approvals" and
+    "approves", "searching" and "search" (a five-letter prefix, as truncation stemmers do)."""
+    if " " in word:  # "order 7697": which one, compared whole
+        return word
+    if len(word) > 5:
+        return word[:5]
+    return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
 
 
 @functools.lru_cache(maxsize=16384)
@@ -227,7 +253,7 @@ def claim_of(text: str) -> Claim | None:
     """The claim a fact makes, or None when it states no value or no subject."""
     text = strip_was(text)
     spans = _spans(text)
-    given_up = {m.group(1).lower() for m in _GIVEN_UP.finditer(text)}
+    given_up = {m.group(1).lower() for m in _GIVEN_UP.finditer(text)} - _STOP
     if not spans and not given_up:
         return None
     tokens = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
@@ -268,8 +294,9 @@ def claim_of(text: str) -> Claim | None:
         head.update(before[-_HEAD_BEFORE:], after[:_HEAD_AFTER])
     near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
     head.update(piece for word in list(head) for piece in _pieces(word))
+    near, head = {word_stem(word) for word in near}, {word_stem(word) for word in head}
     if given_up and not values:  # "pg_dump rather than pgloader": the words are the subject
-        words = {word for _, word in content} - given_up
+        words = {word_stem(word) for _, word in content} - {word_stem(word) for word in given_up}
         return Claim(
             frozenset(words),
             {},
@@ -289,6 +316,11 @@ def claim_of(text: str) -> Claim | None:
             return None
     former = frozenset(old.lower() for _, _, old, _ in _transitions(text, spans))
     former |= {value.lower() for a, _, _, value in spans if _INSTEAD.search(text[:a])}
+    former |= {
+        value.lower()
+        for a, _, kind, value in spans
+        if kind not in _QUANTITIES and _OVER.search(text[:a])
+    }
     former |= given_up
     former |= {m.group(1).lower() for m in _REPLACED_BY.finditer(text)}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
@@ -310,7 +342,7 @@ def retired_by(
     if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:
         return frozenset()
     shared = new.near & old.near
-    if not new.head & old.head:  # "p99 latency under 340 ms", "error rate under 0.5%"
+    if not new.head & old.head and len(shared) < 2:  # "p99 latency", "error rate"
         return frozenset()
     if len(shared) < (2 if strict else 1) or len(shared) * 3 < min(len(new.near), len(old.near)):
         return frozenset()

@@ -126,6 +126,9 @@ def settled(facts: Sequence[Fact], later: Sequence[str], fresh_from: int) -> lis
     promoted = {
         new for old, new in settled.by.items() if old < len(facts) and not facts[old].silent
     }
+    # A value that replaced one the conversation used is the current value of a subject
+    # that mattered, however it was read: it ranks as the one it replaced.
+    strong = {new for old, new in settled.by.items() if old < len(facts) and not facts[old].weak}
     kept: list[Fact] = []
     for index, fact in enumerate(facts):
         if index in settled.replaced or (fact.silent and index not in promoted):
@@ -136,8 +139,9 @@ def settled(facts: Sequence[Fact], later: Sequence[str], fresh_from: int) -> lis
         if index in settled.was:
             text = was_note(text, settled.was[index])
         ledger = _ledger(fact.ledger, settled.was.get(index, ()), settled.retired)
-        if text != fact.text or ledger != fact.ledger:
-            fact = Fact(fact.kind, text, fact.label, ledger, fact.weak)
+        weak = fact.weak and index not in strong
+        if text != fact.text or ledger != fact.ledger or weak != fact.weak:
+            fact = Fact(fact.kind, text, fact.label, ledger, weak)
         kept.append(fact)
     return kept
 

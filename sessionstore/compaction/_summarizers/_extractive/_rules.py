@@ -8,6 +8,7 @@ from typing import Final
 
 from .._entities import entities, entity_matches
 from .._sentences import split_sentences
+from .._subjects import claim_of
 from ._facts import ELLIPSIS, HEAD_CHARS, MAX_SENTENCE_CHARS, FactKind
 
 _I = re.IGNORECASE
@@ -197,7 +198,8 @@ def classify(sentence: str) -> FactKind | None:
 
 
 def worth_noting(sentence: str, *, user: bool) -> bool:
-    """Unfiled sentences are kept when they name something, or when the user said them.
+    """Unfiled sentences are kept when they name something, state a value of a subject
+    ("Support rotation: Sven."), or when the user said them.
 
     Questions are not: once answered they are history, and what they name is kept as
     entities anyway.
@@ -206,7 +208,9 @@ def worth_noting(sentence: str, *, user: bool) -> bool:
         return False
     if entities(sentence) or _IDENTIFIER.search(sentence):
         return True
-    return user and len(sentence.split()) >= 4 and not _FILLER.match(sentence)
+    if not user or _FILLER.match(sentence):
+        return False
+    return len(sentence.split()) >= 4 or claim_of(sentence) is not None
 
 
 def head(text: str, limit: int = HEAD_CHARS) -> str:
