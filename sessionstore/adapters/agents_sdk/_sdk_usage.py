@@ -5,7 +5,9 @@ SQLSession stores a run's usage as the run goes: the Runner hands `add_items` th
 context (`wrapper`) and each model call's usage is stored with the call. `store_run_usage`,
 which an SDK program calls after `Runner.run`, is therefore a no-op for a run this session
 already recorded; for usage it never saw (a run without this session, a result built by
-hand) it stores the result's usage against the current turn, as the SDK does.
+hand) it stores the result's usage against the current turn, as the SDK does. The SDK
+replaces a turn's usage; the ledger is append-only, so the same result stored twice is
+recognised and stored once, and only a *different* result for the same turn adds to it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class SDKUsageMixin:
         if not calls:
             return
         try:
+            calls = calls[await self._stored_in_current_turn(calls) :]
+            if not calls:
+                return
             # A call record naming the current context puts the usage in the current turn.
             recorded = [
                 (await self.store.record_model_call(self.active_session_id, []), None)
@@ -59,6 +64,21 @@ class SDKUsageMixin:
             await self.store.record_usage(self.active_session_id, calls, calls=recorded)
         except Exception:  # the SDK logs and goes on: usage is telemetry, not the run
             return
+
+    async def _stored_in_current_turn(self, calls: list[CallUsage]) -> int:
+        """How many of `calls` the current turn holds already: the SDK *sets* a turn's usage,
+        so the same result stored twice counts once, and a result that grew since stores
+        only its new requests. 0 when the turn's usage is something else (then it adds)."""
+        turns = await self.store.user_turns(self.active_session_id)
+        if not turns:
+            return 0
+        stored = (await self.store.turn_usage(self.active_session_id)).get(turns[-1].turn)
+        count = int(stored["requests"]) if stored else 0
+        if stored is None or not count or count > len(calls):
+            return 0
+        head = calls[:count]
+        sums = (sum(c.input_tokens for c in head), sum(c.output_tokens for c in head))
+        return count if sums == (stored["input_tokens"], stored["output_tokens"]) else 0
 
     async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
         """Requests and tokens of the recorded model calls, of every branch (or only of

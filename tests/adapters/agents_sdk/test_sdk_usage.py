@@ -100,6 +100,30 @@ async def test_usage_the_session_never_saw_lands_in_the_current_turn_as_in_the_s
         sdk.close()
 
 
+async def test_the_same_result_stored_twice_counts_once_as_in_the_sdk(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The SDK sets a turn's usage: storing a result again (a retry, a second hook) changes
+    nothing."""
+    sdk = AdvancedSQLiteSession(
+        session_id="u", db_path=str(tmp_path / "advanced.db"), create_tables=True
+    )
+    first = await Runner.run(_agent(("one", _usage(100, 10, 20, 5))), "first")
+    try:
+        async with SessionStore(db_url, create_tables=True) as store:
+            ours = SQLSession("u", store)
+            for session in (sdk, ours):
+                await session.add_items([{"role": "user", "content": "first"}])
+                await session.store_run_usage(first)
+                await session.store_run_usage(first)
+            assert await ours.get_session_usage() == await sdk.get_session_usage()
+            turn = await ours.get_turn_usage(1)
+            assert isinstance(turn, dict) and _key_figures(turn) == (1, 100, 20, 120, 10, 5)
+            assert len(await store.model_calls("u")) == 1
+    finally:
+        sdk.close()
+
+
 async def test_a_result_of_several_requests_keeps_the_sdk_totals(db_url: str) -> None:
     """Usage summed by hand (no per-request entries): every total still matches."""
     usage = Usage(
