@@ -197,9 +197,9 @@ class SQLSession(SDKSurface):
         """Refuse a closed session; import it from the SDK's tables in the same database,
         once (#33); leave a branch another object deleted."""
         if self._closed:
-            raise SessionClosedError(
-                f"session {self.session_id!r} is closed: close() closed the database it "
-                "opened. Open a new SQLSession (or pass a SessionStore you close yourself)."
+            raise SessionClosedError(  # the SDK's words first: programs match on them
+                f"SQLiteSession is closed: SQLSession {self.session_id!r} closed the database "
+                "it opened. Open a new SQLSession (or pass a SessionStore you close yourself)."
             )
         if self._sdk_history is not None:
             await self._sdk_history.ensure(self.session_id, self._logger)

@@ -210,6 +210,9 @@ def test_a_closed_session_says_so(tmp_path: Path, call: str) -> None:
     session = SQLSession("u", str(tmp_path / "closed.db"))
     asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
     session.close()
-    with pytest.raises(SessionClosedError, match="session 'u' is closed") as caught:
+    # The SDK's text first ("SQLiteSession is closed", what its own tests match), then ours.
+    with pytest.raises(
+        SessionClosedError, match=r"^SQLiteSession is closed: SQLSession 'u'"
+    ) as caught:
         asyncio.run(eval(f"session.{call}"))
     assert isinstance(caught.value, RuntimeError)
