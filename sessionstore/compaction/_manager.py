@@ -95,8 +95,14 @@ class CompactionManager(Summarizing):
 
     async def maybe_compact(self, session_id: str) -> CompactionOutcome | None:
         """Compact if the stored context crossed the trigger (an O(1) check); a turn boundary.
-        With masking on, a crossing is checked against the masked input (the cascade)."""
-        decision = self.decide(await self.store.context_tokens(session_id))
+        With masking on, a crossing is checked against the masked input (the cascade).
+
+        The total is the one this store keeps after its own appends when it has one (no read:
+        three turn boundaries a Runner turn), else read; another process's appends are seen
+        by the next pre-flight, which decides from the stored total (`record_model_call`)."""
+        known = self.store.known_context_tokens(session_id)
+        tokens = known if known is not None else await self.store.context_tokens(session_id)
+        decision = self.decide(tokens)
         if decision.triggered and self.policy.masking.enabled:  # the cascade: masking first
             decision = self.decide(decision.t_est - await self._masked_tokens(session_id))
         if not decision.triggered:

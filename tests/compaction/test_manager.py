@@ -460,3 +460,31 @@ async def test_compacting_a_session_with_no_rows_is_skipped(db_url: str) -> None
     async with SessionStore(db_url, create_tables=True) as store:
         outcome = await manager_for(store).compact("nobody", trigger="manual")
         assert not outcome.compacted and outcome.tokens_before == 0
+
+
+async def test_a_turn_boundary_decides_from_the_total_this_store_keeps(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a model call's record read the total, the store keeps it through its own
+    appends: the turn boundary decides without reading it again (a Runner turn has three),
+    and still compacts when that total crosses the trigger. Unknown, it is read."""
+    manager = manager_for(store, window=2_000)
+    reads: list[str] = []
+    read = store.context_tokens
+
+    async def counted(session_id: str) -> int:
+        reads.append(session_id)
+        return await read(session_id)
+
+    monkeypatch.setattr(store, "context_tokens", counted)
+    assert await manager.maybe_compact("fresh") is None
+    assert reads == ["fresh"]  # nothing known: read
+    await store.append("s", [user("hello")])
+    await store.record_model_call("s", await store.load_context("s"))
+    assert store.known_context_tokens("s") is not None
+    reads.clear()
+    assert await manager.maybe_compact("s") is None
+    assert reads == []  # known: not read
+    await store.append("s", turns(20, size=60))
+    outcome = await manager.maybe_compact("s")
+    assert outcome is not None and outcome.compacted  # the kept total crossed the trigger

@@ -6,6 +6,7 @@ A drop-in for the SDK's SQLiteSession / SQLAlchemySession:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -367,6 +368,18 @@ class SQLSession(SDKSurface):
     async def _close(self) -> None:
         if self._owns_store:
             await self.store.close()
+
+
+def _fixed_signatures(*methods: Any) -> None:
+    """The Runner asks `inspect.signature` whether each history method takes `wrapper`, on
+    every call (~0.16 ms a check of four): computed once, each check reads it back."""
+    for method in methods:
+        setattr(method, "__signature__", inspect.signature(method))  # noqa: B010
+
+
+_fixed_signatures(
+    SQLSession.get_items, SQLSession.add_items, SQLSession.pop_item, SQLSession.clear_session
+)
 
 
 def _own_store(

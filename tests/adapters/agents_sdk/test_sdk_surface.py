@@ -216,3 +216,19 @@ def test_a_closed_session_says_so(tmp_path: Path, call: str) -> None:
     ) as caught:
         asyncio.run(eval(f"session.{call}"))
     assert isinstance(caught.value, RuntimeError)
+
+
+def test_the_history_methods_tell_the_runner_they_take_wrapper_without_recomputing() -> None:
+    """The Runner checks `inspect.signature` of four methods on every call: the signature
+    is computed once, and still says that each takes `wrapper` by keyword."""
+    from agents.memory.session import _session_accepts_wrapper
+
+    session = SQLSession.__new__(SQLSession)
+    assert _session_accepts_wrapper(session)
+    for name in ("get_items", "add_items", "pop_item", "clear_session"):
+        method = getattr(SQLSession, name)
+        fixed = method.__dict__.get("__signature__")
+        assert fixed is not None and "wrapper" in fixed.parameters, name
+        assert inspect.signature(getattr(session, name)).parameters.keys() == (
+            fixed.parameters.keys() - {"self"}
+        )
