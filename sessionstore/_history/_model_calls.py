@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from .._schema import model_calls
 from .._storage._call_record import NEXT_CALL
 from .._storage._known_totals import keeps_totals
+from .._storage._telemetry import telemetry
 
 _c: Final = model_calls.c
 _sid: Final = sa.bindparam("sid", type_=sa.Text)
@@ -67,6 +68,7 @@ def usage_values(usage: CallUsage, cost: float | None) -> dict[str, Any]:
 
 
 @keeps_totals
+@telemetry  # usage is telemetry: its commit does not wait for the disk
 def tx_attach_usage(
     conn: Connection,
     session_id: str,

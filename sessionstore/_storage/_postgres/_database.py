@@ -40,6 +40,7 @@ from .._outcomes import (
     finish_despite_cancellation,
     written_session,
 )
+from .._telemetry import NO_FLUSH_WAIT, is_telemetry
 from ._citus import APPEND_SQL as CITUS_APPEND_SQL
 from ._citus import lineage_rows as citus_lineage_rows
 from ._url import asyncpg_dsn, pooler_mode, unique_statement_name, without_pooler
@@ -243,6 +244,8 @@ class PostgresDatabase:
         committing = False
         try:
             transaction = await conn.begin()
+            if writing and is_telemetry(fn):  # its commit need not wait for the WAL flush
+                await conn.exec_driver_sql(NO_FLUSH_WAIT)
             result = await conn.run_sync(fn, *args, **kw)
             committing = True
             await transaction.commit()

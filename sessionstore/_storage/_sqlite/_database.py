@@ -37,6 +37,7 @@ from .._call_record import CallRecord, sqlite_record_call
 from .._driver_errors import translate
 from .._known_totals import KnownTotals
 from .._outcomes import DEFAULT_TIMEOUT_S, check_writable, on_thread, outcome_of, written_session
+from .._telemetry import is_telemetry
 from .._urls import is_memory_sqlite
 from ._group_commit import GroupCommit
 from ._idle_indexing import IdleIndexer
@@ -103,12 +104,13 @@ class SQLiteDatabase:
         # (WAL, synchronous=NORMAL): a crash of the process loses nothing, a power loss at
         # most the records since the last append, whose own fsync covers them too.
         level = synchronous.upper()
+        self._relaxed = ("NORMAL", level) if level in {"FULL", "EXTRA"} else None
         self._records: GroupCommit[tuple[int | None, int]] = GroupCommit(
             self._writer,
             self._writer_driver_connection,
             sqlite_record_call,
             partial(self._translated, writing=True),
-            relaxed=("NORMAL", level) if level in {"FULL", "EXTRA"} else None,
+            relaxed=self._relaxed,
         )
         # The full-text index is brought up to date off the append path (migration 0014).
         self._indexer = IdleIndexer(self._index_and_wait)
@@ -160,8 +162,22 @@ class SQLiteDatabase:
 
     def _write_sync(self, fn: Callable[..., _T], args: tuple[Any, ...], kw: dict[str, Any]) -> _T:
         conn = self._writer_connection()
-        with self._translated(writing=True), conn.begin():
+        with self._translated(writing=True), self._relaxed_for(fn), conn.begin():
             return fn(conn, *args, **kw)
+
+    @contextlib.contextmanager
+    def _relaxed_for(self, fn: Callable[..., Any]) -> Iterator[None]:
+        """A telemetry write commits at the relaxed level (_telemetry.py), any other as set."""
+        if self._relaxed is None or not is_telemetry(fn):
+            yield
+            return
+        relaxed, own = self._relaxed
+        raw = self._writer_driver_connection()
+        raw.execute(f"PRAGMA synchronous = {relaxed}")
+        try:
+            yield
+        finally:
+            raw.execute(f"PRAGMA synchronous = {own}")
 
     def _writer_driver_connection(self) -> sqlite3.Connection:
         """The writer connection's sqlite3 connection, outside any SQLAlchemy transaction."""
