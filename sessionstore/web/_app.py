@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 from sessionstore import Redactor, SessionStore, SessionStoreError
 
 from . import _pages as pages
-from ._refs import CURSOR, SEALED_NAME, SessionRefs
+from ._refs import BACK_CURSOR, CURSOR, SEALED_NAME, SessionRefs
 from ._security import Guard
 from ._text import inert
 
@@ -66,7 +66,7 @@ def _environment(redactor: Redactor, refs: SessionRefs) -> jinja2.Environment:
         """A query string; a session id the page shows changed travels sealed (_refs)."""
         pairs = [
             (key, refs.seal(key, value))
-            if key == CURSOR
+            if key in (CURSOR, BACK_CURSOR)
             else refs.param(key, value)
             if isinstance(value, str)
             else (key, value)
@@ -163,12 +163,17 @@ def _session_id(request: Request, viewer: Viewer) -> str:
 
 async def sessions(request: Request, viewer: Viewer) -> Response:
     p = request.query_params
-    after = p.get(CURSOR)
-    cursor = viewer.refs.open(CURSOR, after) if after else None
-    if after and cursor is None:
+    sealed = {name: p.get(name) for name in (CURSOR, BACK_CURSOR)}
+    opened = {name: viewer.refs.open(name, text) if text else None for name, text in sealed.items()}
+    if any(text and opened[name] is None for name, text in sealed.items()):
         raise pages.bad_request("the page link is damaged: start from the first page")
     page = await pages.session_list(
-        viewer.store, p.get("q", ""), p.get("sort", "updated"), p.get("dir", "desc"), cursor
+        viewer.store,
+        p.get("q", ""),
+        p.get("sort", "updated"),
+        p.get("dir", "desc"),
+        opened[CURSOR],
+        opened[BACK_CURSOR],
     )
     return viewer.render("sessions.html", page=page, title="sessions")
 

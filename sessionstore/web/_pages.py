@@ -111,32 +111,47 @@ class SessionList:
     sort: str
     descending: bool
     next_cursor: str | None
+    previous_cursor: str | None = None  # the `before` of the page before this one
 
 
 async def session_list(
-    store: SessionStore, query: str, sort: str, order: str, after: str | None
+    store: SessionStore,
+    query: str,
+    sort: str,
+    order: str,
+    after: str | None,
+    before: str | None = None,
 ) -> SessionList:
-    """A page of sessions, sorted and filtered in SQL; the page's agents and costs only."""
+    """A page of sessions, sorted and filtered in SQL; the page's agents and costs only.
+    `after` pages forwards from a cursor, `before` backwards (the previous page)."""
     if sort not in q.SORTS:
         raise bad_request(f"sort must be one of {', '.join(q.SORTS)}")
     descending = order != "asc"
-    cursor = None if not after else _uncursor(after, sort)
-    rows, last_key = await store.read_snapshot(
+    backwards = bool(before)
+    given = before or after
+    cursor = _uncursor(given, sort) if given else None
+    rows, keys = await store.read_snapshot(
         q.session_page,
         sort=sort,
         descending=descending,
         query=query or None,
         after=cursor,
         limit=LIST_ROWS + 1,
+        backwards=backwards,
     )
     more = len(rows) > LIST_ROWS
-    rows = rows[:LIST_ROWS]
+    rows, keys = rows[:LIST_ROWS], keys[:LIST_ROWS]
+    if backwards:  # nearest first: the page reads in the list's order again
+        rows, keys = rows[::-1], keys[::-1]
     agents = await store.read_snapshot(
         q.agents_of, [(row.session_id, row.last_seq) for row in rows]
     )
     total = await store.read_snapshot(q.session_count, query or None)
-    next_cursor = _cursor(last_key[LIST_ROWS - 1], rows[-1].session_id) if more and rows else None
-    return SessionList(rows, agents, total, query, sort, descending, next_cursor)
+    later = backwards or more  # backwards, the page this one came from is after it
+    earlier = more if backwards else cursor is not None
+    next_cursor = _cursor(keys[-1], rows[-1].session_id) if later and rows else None
+    previous = _cursor(keys[0], rows[0].session_id) if earlier and rows else None
+    return SessionList(rows, agents, total, query, sort, descending, next_cursor, previous)
 
 
 # ---------------------------------------------------------------- lineage

@@ -136,11 +136,15 @@ def session_page(
     query: str | None,
     after: tuple[Any, str] | None,
     limit: int,
+    backwards: bool = False,
 ) -> tuple[list[SessionRow], list[Any]]:
     """`limit` sessions in `sort` order after the keyset `after` (the last row's sort
     value and id), whose id contains `query`, with each row's sort value (the next page's
-    keyset): one top-N scan, whatever the page's depth."""
+    keyset): one top-N scan, whatever the page's depth. `backwards`: the `limit` sessions
+    just *before* the keyset (the previous page: the order and the ties reversed, the
+    nearest first)."""
     key = _sort_key(sort, conn.dialect.name)
+    descending = descending != backwards
     cost = _usage.c.cost_usd if sort == "cost" else sa.null()
     statement = sa.select(
         _sessions.c.session_id,
@@ -159,20 +163,19 @@ def session_page(
     )
     if query:
         statement = statement.where(_sessions.c.session_id.like(_like(query), escape="\\"))
+    # Ties go by id, ascending forwards (descending backwards); the id sort is its own order.
+    ties_descending = descending if sort == "id" else backwards
+    sid = _sessions.c.session_id
     if after is not None:
         value, last_id = after
+        tie = sid < last_id if ties_descending else sid > last_id
         if sort == "id":
-            statement = statement.where(key < last_id if descending else key > last_id)
-        elif descending:
-            statement = statement.where(
-                sa.or_(key < value, sa.and_(key == value, _sessions.c.session_id > last_id))
-            )
+            statement = statement.where(tie)
         else:
-            statement = statement.where(
-                sa.or_(key > value, sa.and_(key == value, _sessions.c.session_id > last_id))
-            )
+            beyond = key < value if descending else key > value
+            statement = statement.where(sa.or_(beyond, sa.and_(key == value, tie)))
     order = key.desc() if descending else key.asc()
-    ids = _sessions.c.session_id.desc() if sort == "id" and descending else _sessions.c.session_id
+    ids = sid.desc() if ties_descending else sid.asc()
     statement = statement.order_by(order, ids).limit(limit)
     found = conn.execute(statement).all()
     rows = [SessionRow(*row[:8]) for row in found]

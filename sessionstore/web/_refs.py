@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 # The parameters that name a session, and the name each takes when sealed.
 SEALED_NAME: Final = {"id": "ref", "session": "sref"}
 CURSOR: Final = "after"  # the list's page cursor: a sort value and a session id, always sealed
+BACK_CURSOR: Final = "prev"  # the cursor of the page before, sealed alike
 _NONCE_BYTES: Final = 12
 
 

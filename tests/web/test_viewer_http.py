@@ -98,10 +98,19 @@ async def test_keyset_paging_walks_every_session_once(db_url: str) -> None:
             while link:
                 html = (await client.get(link)).text
                 body = html.split("<tbody>")[1]
-                seen += re.findall(r'class="sid" href="/session\?id=([^"]+)"', body)
+                last = re.findall(r'class="sid" href="/session\?id=([^"]+)"', body)
+                seen += last
+                prev = re.search(r'id="previous" href="([^"]+)"', html)
                 nxt = re.search(r'id="next" href="([^"]+)"', html)
                 link = nxt[1].replace("&amp;", "&") if nxt else None
             assert len(seen) == 132 and len(set(seen)) == 132, (sort, order)
+            # And back: from the last page, the previous-page links walk the same list.
+            back: list[str] = []
+            while link := (prev[1].replace("&amp;", "&") if prev else None):
+                html = (await client.get(link)).text
+                back = re.findall(r'class="sid" href="/session\?id=([^"]+)"', html) + back
+                prev = re.search(r'id="previous" href="([^"]+)"', html)
+            assert back + last == seen, (sort, order)
             if sort == "branch":  # the branches first (descending), one parent's together
                 assert sorted(seen[:12]) == [f"b{n:02d}" for n in range(12)]
                 assert seen[:4] == sorted(f"b{n:02d}" for n in range(2, 12, 3))
@@ -241,6 +250,7 @@ async def test_bad_requests_are_answered_plainly(viewer: httpx.AsyncClient) -> N
         "/as-of?id=work": 400,
         "/?sort=bogus": 400,
         "/?after=%%%": 400,
+        "/?prev=%%%": 400,
         "/nowhere": 404,
         # Numbers past a 64-bit column, cursors of another sort or made by hand, a NUL: a
         # plain 400 page, never a bare 500 or a 503 blaming the store.
