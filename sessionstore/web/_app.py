@@ -204,7 +204,8 @@ async def compaction(request: Request, viewer: Viewer) -> Response:
     number = pages._int(request.query_params.get("c"), "c")
     if number is None:
         raise pages.bad_request("which compaction? (&c=ID)")
-    data = await pages.compaction_page(viewer.store, session_id, number, viewer.redactor)
+    start = pages._int(request.query_params.get("from"), "from")
+    data = await pages.compaction_page(viewer.store, session_id, number, viewer.redactor, start)
     return viewer.render("compaction.html", title=f"compaction {number}", **data)
 
 

@@ -389,10 +389,16 @@ async def tokens_page(store: SessionStore, session_id: str) -> dict[str, Any]:
 
 
 async def compaction_page(
-    store: SessionStore, session_id: str, compaction_id: int, redactor: Redactor
+    store: SessionStore,
+    session_id: str,
+    compaction_id: int,
+    redactor: Redactor,
+    start: int | None = None,
 ) -> dict[str, Any]:
     """What compaction `compaction_id` replaced, its summary, what it kept verbatim, the
-    outputs masked, its events, and (with a key configured only) its archived originals."""
+    outputs masked, its events, and (with a key configured only) its archived originals.
+    A compaction of thousands of rows is shown PAGE_ROWS replaced rows (and their archived
+    originals) at a time, from seq `start`; kept rows are capped alike."""
     info = await require(store, session_id)
     found = [
         c
@@ -404,11 +410,16 @@ async def compaction_page(
     record = found[0]
     segments = await lineage(store, info)
     first, last = int(record["covered_from_seq"]), int(record["covered_to_seq"])
+    shown_from = first if start is None else max(first, start)
     raw: list[q.RawRow] = []
-    for segment in reversed(segments):
-        lo, hi = max(first, segment.first), min(last, segment.last)
-        if lo <= hi:
-            raw += await store.read_snapshot(q.rows_in, segment.session_id, lo, hi)
+    for segment in reversed(segments):  # oldest first, until a page and one more
+        lo, hi = max(shown_from, segment.first), min(last, segment.last)
+        if lo <= hi and len(raw) <= PAGE_ROWS:
+            want = PAGE_ROWS + 1 - len(raw)
+            raw += await store.read_snapshot(q.rows_in, segment.session_id, lo, hi, want)
+    next_from = raw[PAGE_ROWS].seq if len(raw) > PAGE_ROWS else None
+    raw = raw[:PAGE_ROWS]
+    shown_to = last if next_from is None else next_from - 1
     written = await store.read_snapshot(
         q.rows_in, session_id, int(record["context_start_seq"]), info.last_seq
     )
@@ -432,7 +443,8 @@ async def compaction_page(
         entry = from_raw(row, redactor, opened)
         replaced.append(replace(entry, masked=row.seq in masked))
     summary = [from_raw(row, redactor, opened) for row in written if row.kind == "summary"]
-    kept = [from_raw(row, redactor, opened) for row in written if row.kind == "carry"]
+    carry = [row for row in written if row.kind == "carry"]
+    kept = [from_raw(row, redactor, opened) for row in carry[:PAGE_ROWS]]
     events = [
         {**event, "payload": redactor.value(event["payload"])}
         for event in await store.read_snapshot(q.events_of, session_id, compaction_id=compaction_id)
@@ -444,12 +456,18 @@ async def compaction_page(
     else:
         try:
             for archive in await read_archives(store, session_id, compaction_id=compaction_id):
+                shown = [  # the originals of the rows this page shows
+                    redactor.value(r)
+                    for r in archive.records
+                    if shown_from <= _seq_of(r) <= shown_to
+                ]
                 archives.append(
                     {
                         "archive_id": archive.archive_id,
                         "from_seq": archive.from_seq,
                         "to_seq": archive.to_seq,
-                        "records": [redactor.value(r) for r in archive.records],
+                        "total": len(archive.records),
+                        "records": shown,
                     }
                 )
         except Exception as error:  # a key that cannot open it: said, not raised
@@ -461,13 +479,23 @@ async def compaction_page(
             "note": None if record.get("note") is None else redactor.text(str(record["note"])),
         },
         "replaced": replaced,
+        "shown_from": shown_from,
+        "shown_to": shown_to,
+        "next_from": next_from,
         "summary": summary,
         "kept": kept,
+        "kept_total": len(carry),
         "kept_seqs": sorted(kept_seqs | {s for s in carried if s is not None}),
         "events": events,
         "archives": archives,
         "archive_note": archive_note,
     }
+
+
+def _seq_of(record: Any) -> int:
+    """An archived record's seq (-1 for a record that names none: shown on no page)."""
+    seq = record.get("seq") if isinstance(record, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
 # ---------------------------------------------------------------- a model call

@@ -301,8 +301,10 @@ def history_page(
     return found
 
 
-def rows_in(conn: Connection, session_id: str, first: int, last: int) -> list[RawRow]:
-    """A session's own rows `first..last`, in order."""
+def rows_in(
+    conn: Connection, session_id: str, first: int, last: int, limit: int | None = None
+) -> list[RawRow]:
+    """A session's own rows `first..last`, in order (the first `limit` of them)."""
     statement = (
         sa.select(*_ROW_COLUMNS)
         .where(
@@ -311,6 +313,7 @@ def rows_in(conn: Connection, session_id: str, first: int, last: int) -> list[Ra
             _messages.c.seq <= last,
         )
         .order_by(_messages.c.seq)
+        .limit(limit)
     )
     return [_raw(row) for row in conn.execute(statement)]
 

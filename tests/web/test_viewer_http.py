@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 
 from sessionstore import Keyring, LocalKey, SessionStore
 from sessionstore.web import create_app
-from sessionstore.web._pages import _uncursor, tokens_page
+from sessionstore.web._pages import PAGE_ROWS, _uncursor, tokens_page
 from sessionstore.web._text import inert
 from tests.support.histories import assistant, user
 from tests.support.managers import small_window_manager
@@ -336,6 +336,43 @@ async def test_with_a_key_the_archived_originals_and_sealed_rows_are_shown(db_ur
         assert "no key is configured" in page and 'class="archive"' not in page
         assert "[sealed: no key to open it]" in (await client.get("/session?id=sealed")).text
     await keyless.close()
+
+
+async def test_a_large_compaction_is_shown_a_page_of_rows_and_originals_at_a_time(
+    db_url: str,
+) -> None:
+    """A compaction of 260 rows: each page shows at most PAGE_ROWS replaced rows and the
+    archived originals of those rows only; the next-rows links walk every row once."""
+    keyring = Keyring([LocalKey.generate("k1")])
+    async with SessionStore(db_url, keyring=keyring, create_tables=True) as store:
+        for n in range(130):
+            await store.append("big", [user(f"step {n}"), assistant(f"done {n}")])
+        outcome = await small_window_manager(store).compact("big", trigger="manual")
+        assert outcome.compacted
+    store = SessionStore(db_url, read_only=True, keyring=keyring)
+    transport = httpx.ASGITransport(app=create_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+        timeline = (await client.get("/session?id=big")).text
+        cid = re.search(r'href="/compaction\?id=big&amp;c=(\d+)"', timeline)
+        assert cid
+        link: str | None = f"/compaction?id=big&c={cid[1]}"
+        shown: list[int] = []
+        pages_seen = 0
+        while link:
+            page = (await client.get(link)).text
+            pages_seen += 1
+            before = page.split('id="before"')[1].split('id="after"')[0]
+            seqs = [int(seq) for seq in re.findall(r'id="seq-(\d+)"', before)]
+            assert 0 < len(seqs) <= PAGE_ROWS
+            originals = page.split("archived originals")[1].split("<h3>events")[0]
+            archived = [int(seq) for seq in re.findall(r"&#34;seq&#34;: (\d+)", originals)]
+            assert set(archived) <= set(seqs) and archived, (seqs[:3], archived[:3])
+            shown += seqs
+            nxt = re.search(r'id="next-rows" href="([^"]+)"', page)
+            link = unescape(nxt[1]) if nxt else None
+        assert pages_seen >= 3 and len(shown) == len(set(shown)) and shown == sorted(shown)
+        assert len(shown) >= 250
+    await store.close()
 
 
 async def test_a_rewind_is_marked_where_it_happened(viewer: httpx.AsyncClient) -> None:
