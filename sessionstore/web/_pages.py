@@ -111,7 +111,7 @@ class SessionList:
     sort: str
     descending: bool
     next_cursor: str | None
-    previous_cursor: str | None = None  # the `before` of the page before this one
+    previous_cursor: str | None = None  # the cursor (`prev=`) of the page before this one
 
 
 async def session_list(
