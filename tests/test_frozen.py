@@ -6,6 +6,7 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mypy import api as mypy_api
@@ -40,6 +41,7 @@ def test_a_frozen_class_compares_and_hashes_as_the_frozen_dataclass_would(
     assert not hasattr(ours, "__dict__")  # slotted
 
 
+@pytest.mark.slow  # runs mypy: left out of the everyday subset
 def test_the_type_checker_refuses_to_assign_a_field_of_a_frozen_class(tmp_path: Path) -> None:
     # The module checked on its own (importing it from the package would have mypy check
     # the whole package): what it declares, frozen by default, is what mypy enforces.

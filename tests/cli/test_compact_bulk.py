@@ -93,6 +93,7 @@ def test_where_matching_nothing_compacts_nothing(three: str) -> None:
     assert compactions(three) == {"a": 0, "b": 0, "c": 0}
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_ids_from_a_real_pipe(three: str) -> None:
     """`sessions list --json | (jq: the ids but b) | compact -`, three processes."""
     env = {k: v for k, v in os.environ.items() if k != "SESSIONSTORE_URL"}

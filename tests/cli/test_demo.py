@@ -11,6 +11,7 @@ from sessionstore import SessionStore
 from tests.support.cli import NO_KEYS, assert_refused, db_state, run
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_demo_prints_the_reloaded_context(db_url: str) -> None:
     result = run("demo", "--url", db_url, "--window", "8000")
     assert result.exit_code == 0, result.output
@@ -54,6 +55,7 @@ def test_the_demo_writes_its_own_file_not_the_users_database(
     assert "long session: 100%" in result.output  # progress, as lines on a pipe
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_the_demo_refuses_sessions_it_did_not_create(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'mine.db'}"
     asyncio.run(_append(url, "demo", "my own conversation"))

@@ -114,6 +114,7 @@ def test_a_two_slash_sqlite_url_is_explained_in_one_line(tmp_path: Path) -> None
     assert len(result.output.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_piped_output_is_neither_wrapped_nor_coloured(seeded: str, tmp_path: Path) -> None:
     long_id = "session-" + "x" * 150
     asyncio.run(_append(seeded, long_id))
@@ -126,6 +127,7 @@ def test_piped_output_is_neither_wrapped_nor_coloured(seeded: str, tmp_path: Pat
     assert lines and all(line.split()[0].isdigit() for line in lines)  # one event per line
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_a_closed_pipe_ends_quietly(seeded: str, tmp_path: Path) -> None:
     asyncio.run(_append(seeded, "many", count=3_000))
     shell = (

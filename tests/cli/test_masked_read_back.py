@@ -85,6 +85,7 @@ def test_the_command_a_placeholder_names_prints_the_whole_original(db_url: str) 
         assert "[bold]contents[/bold]" in result.stdout  # data, not read as markup
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_the_printed_command_reads_a_session_whose_id_starts_with_a_dash(
     db_url: str, tmp_path: Path
 ) -> None:

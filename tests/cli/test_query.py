@@ -158,6 +158,7 @@ MANY_ROWS = (
 
 
 @pytest.mark.parametrize("fmt", [[], ["--csv"]])
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_piped_output_is_unwrapped_and_a_closed_pipe_exits_quietly(
     seeded: str, fmt: list[str]
 ) -> None:

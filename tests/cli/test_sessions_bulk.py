@@ -76,6 +76,7 @@ def seed(url: str, sessions: dict[str, list[dict[str, Any]]]) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(generated=_SESSIONS)
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_export_then_import_into_a_fresh_database_preserves_every_item(
     db_url: str, tmp_path: Path, generated: list[list[dict[str, Any]]]
 ) -> None:
@@ -212,6 +213,7 @@ def _cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_delete_of_ids_on_stdin_needs_yes_without_a_terminal(db_url: str) -> None:
     seed(db_url, {i: [{"role": "user", "content": i}] for i in ("a", "b", "c")})
     refused = _cli("sessions", "delete", "-", "--url", db_url, stdin="a\nb\n")

@@ -50,6 +50,7 @@ def test_an_unknown_command_is_one_line_and_exit_2() -> None:
     assert done.returncode == 2 and len(errors) == 1 and "sesions" in errors[0], done.stderr
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_a_command_loads_what_it_needs_and_no_more() -> None:
     done, imported = _imported("schema", "--help")
     assert done.returncode == 0 and "sqlalchemy" in imported
@@ -64,6 +65,7 @@ def test_the_root_summary_is_the_start_of_the_commands_own_help(name: str) -> No
     assert first.startswith(COMMANDS[name].summary.rstrip(".")), (name, first)
 
 
+@pytest.mark.slow  # drives a process: left out of the everyday subset
 def test_a_sqlite_command_never_loads_the_postgresql_driver(tmp_path: Path) -> None:
     """A command on a SQLite file runs without importing asyncpg (about 40 ms of start-up):
     each backend's runner, and the driver's error classes, load with the first use."""

@@ -108,6 +108,7 @@ def manager_for(store: SessionStore, **policy: Any) -> CompactionManager:
     )
 
 
+@pytest.mark.slow  # a long session: left out of the everyday subset
 async def test_a_session_of_three_windows_never_overflows(db_url: str) -> None:
     script = WindowedScript()
     model = ScriptedModel([])
