@@ -98,11 +98,14 @@ class CompactionManager(Summarizing):
         With masking on, a crossing is checked against the masked input (the cascade).
 
         The total is the one this store keeps after its own appends when it has one (no read:
-        three turn boundaries a Runner turn), else read; another process's appends are seen
-        by the next pre-flight, which decides from the stored total (`record_model_call`)."""
+        three turn boundaries a Runner turn), else read; a crossing is confirmed from the
+        stored total before compacting. Another process's appends are seen by the next
+        pre-flight, which decides from the stored total (`record_model_call`)."""
         known = self.store.known_context_tokens(session_id)
         tokens = known if known is not None else await self.store.context_tokens(session_id)
         decision = self.decide(tokens)
+        if decision.triggered and known is not None:  # another process may have compacted it
+            decision = self.decide(await self.store.context_tokens(session_id))
         if decision.triggered and self.policy.masking.enabled:  # the cascade: masking first
             decision = self.decide(decision.t_est - await self._masked_tokens(session_id))
         if not decision.triggered:

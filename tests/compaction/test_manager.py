@@ -488,3 +488,24 @@ async def test_a_turn_boundary_decides_from_the_total_this_store_keeps(
     await store.append("s", turns(20, size=60))
     outcome = await manager.maybe_compact("s")
     assert outcome is not None and outcome.compacted  # the kept total crossed the trigger
+    assert reads[:1] == ["s"]  # and the crossing was confirmed from the stored total
+
+
+async def test_a_crossing_the_kept_total_shows_is_confirmed_before_compacting(
+    db_url: str,
+) -> None:
+    """Another process compacted the session since this store last saw its total: the kept
+    total still says the trigger is crossed, the stored one does not, nothing is compacted."""
+    async with (
+        SessionStore(db_url, create_tables=True) as store,
+        SessionStore(db_url) as other_process,
+    ):
+        await store.append("s", [user("hello")])
+        await store.record_model_call("s", await store.load_context("s"))
+        await store.append("s", turns(20, size=60))
+        assert (await manager_for(other_process, window=2_000).maybe_compact("s")) is not None
+        kept = store.known_context_tokens("s")
+        assert kept is not None and kept > await store.context_tokens("s")
+        manager = manager_for(store, window=2_000)
+        assert manager.decide(kept).triggered
+        assert await manager.maybe_compact("s") is None
