@@ -61,8 +61,13 @@ def test_a_later_claim_about_the_same_subject_retires_the_old_value(
         ("Budget: 4,000 USD for the campaign.", "The campaign launch is 14 October."),  # types
         ("p99 checkout latency under 340 ms", "error rate under 25 ms"),  # other head words
         ("Look up order 7697.", "Look up order 3199."),  # a number that names which order
+        ("Ana owns billing.", "Marco owns search."),  # the verb after a name is no subject
+        ("Ana leads the mobile team.", "Marco leads the web team."),
+        ("Ana owns the billing runbook for the migration.",
+         "Marco owns the search runbook for the migration."),
+        ("Config review with Ana on May 3.", "Confirmation call with Marco on May 10."),
     ],
-)
+)  # fmt: skip
 def test_claims_about_other_subjects_replace_nothing(old: str, new: str) -> None:
     before, after = claim_of(old), claim_of(new)
     assert before is None or after is None or not retired_by(after, before)

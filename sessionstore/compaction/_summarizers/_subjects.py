@@ -27,7 +27,7 @@ from ._entities import entity_matches
 
 __all__ = [
     "Claim", "Settled", "Statement", "claim_of", "retired_by", "settle", "strip_was",
-    "value_types", "values_in", "was_note", "with_transition", "word_stem",
+    "value_types", "values_in", "was_note", "with_transition",
 ]  # fmt: skip
 
 _MONTHS: Final = (
@@ -151,6 +151,9 @@ _OVER: Final = re.compile(r"\b(?:over|über|sobre)\s+$", re.IGNORECASE)
 # owns"; "is" would make "Retention is 30 days" a person), and it is no past participle or
 # gerund itself ("Decided", "Checking").
 _NAMED_FIRST: Final = re.compile(r"[A-ZÀ-Þ][a-zà-ÿ]+(?<!ed)(?<!ing)\s+[a-zà-ÿ]{2,}(?<!s)s\b")
+# Inflections (English; German and Spanish nouns rarely inflect in these positions).
+_INFLECTIONS: Final = ("ings", "ing", "als", "al", "es", "ed", "s")
+_STEM_MIN: Final = 4
 _NEAR_BEFORE: Final = 4
 _NEAR_AFTER: Final = 4
 _HEAD_BEFORE: Final = 2
@@ -238,14 +241,17 @@ def _opening(text: str) -> set[str]:
     return {first.group().lower()}
 
 
-def word_stem(word: str) -> str:
-    """One form per word when subjects are compared, in any language: "approvals" and
-    "approves", "searching" and "search" (a five-letter prefix, as truncation stemmers do)."""
+def _stem(word: str) -> str:
+    """One form per inflection when subjects are compared: "approvals" and "approves",
+    "searching" and "search", "deploys" and "deploy" (an inflection stripped, never a
+    prefix cut: "config" and "confirmation" stay two words)."""
     if " " in word:  # "order 7697": which one, compared whole
         return word
-    if len(word) > 5:
-        return word[:5]
-    return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
+    for suffix in _INFLECTIONS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _STEM_MIN:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > _STEM_MIN else word
 
 
 @functools.lru_cache(maxsize=16384)
@@ -257,11 +263,16 @@ def claim_of(text: str) -> Claim | None:
     if not spans and not given_up:
         return None
     tokens = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
+    # "Ana owns billing", "Marco owns search": the verb after a name says what the name
+    # does, not what the claim is about.
+    named = len(tokens) > 1 and tokens[0][2] not in _STOP and _NAMED_FIRST.match(text, tokens[0][0])
+    verb = tokens[1][0] if named else -1
     content = [
         (start, word)
         for start, end, word in tokens
         if len(word) >= 3
         and word not in _STOP
+        and start != verb
         and not any(a <= start < b and kind != "person" for a, b, kind, _ in spans)
     ]
     near: set[str] = set()
@@ -294,9 +305,9 @@ def claim_of(text: str) -> Claim | None:
         head.update(before[-_HEAD_BEFORE:], after[:_HEAD_AFTER])
     near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
     head.update(piece for word in list(head) for piece in _pieces(word))
-    near, head = {word_stem(word) for word in near}, {word_stem(word) for word in head}
+    near, head = {_stem(word) for word in near}, {_stem(word) for word in head}
     if given_up and not values:  # "pg_dump rather than pgloader": the words are the subject
-        words = {word_stem(word) for _, word in content} - {word_stem(word) for word in given_up}
+        words = {_stem(word) for _, word in content} - {_stem(word) for word in given_up}
         return Claim(
             frozenset(words),
             {},
@@ -342,7 +353,7 @@ def retired_by(
     if new.qualifiers and old.qualifiers and not new.qualifiers & old.qualifiers:
         return frozenset()
     shared = new.near & old.near
-    if not new.head & old.head and len(shared) < 2:  # "p99 latency", "error rate"
+    if not new.head & old.head:  # "p99 latency under 340 ms", "error rate under 0.5%"
         return frozenset()
     if len(shared) < (2 if strict else 1) or len(shared) * 3 < min(len(new.near), len(old.near)):
         return frozenset()

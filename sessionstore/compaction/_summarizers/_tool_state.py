@@ -19,7 +19,7 @@ from typing import Final
 
 from ._output_fields import OutputField, fields_of, key_words
 from ._prompts import Entry
-from ._subjects import value_types, word_stem
+from ._subjects import value_types
 
 __all__ = ["ToolFact", "tool_facts"]
 
@@ -35,6 +35,7 @@ _GENERIC: Final = frozenset(
 _ACKNOWLEDGED_FIELDS: Final = 6  # kept from an output that was answered but not quoted
 _SOURCE_ARGUMENTS: Final = 60
 _MAX_DISTINCT_KEYS: Final = 2  # a key word shared by more fields names none of them
+_STEM: Final = 5
 _SILENT_FIELDS: Final = 40
 _FILE: Final = re.compile(r"/|\.(?:py|js|ts|go|rs|java|rb|md|txt|json|ya?ml|toml|cfg|ini|sql|sh)\b")
 _CODE: Final = re.compile(r"\d")
@@ -114,12 +115,12 @@ class _Uses:
                 continue
             for word in _words(entry.text):
                 target[word] = position
-                target[word_stem(word)] = position
+                target[_stem(word)] = position
         end = len(entries)
         for text in kept:  # what stays verbatim after the summary is later than all of it
             for word in _words(text):
                 said[word] = end
-                said[word_stem(word)] = end
+                said[_stem(word)] = end
         return cls(said, passed)
 
     def named_after(self, word: str, position: int) -> bool:
@@ -146,8 +147,13 @@ def _subject(source: str, field: OutputField) -> str:
     return f"{source}: {field.key}" if field.key else source
 
 
+def _stem(word: str) -> str:
+    """A crude, language-blind stem: "assignee" and "assign", "replicas" and "replica"."""
+    return word[:_STEM] if len(word) > _STEM else word
+
+
 def _stems(words: Iterable[str]) -> set[str]:
-    return {word_stem(word) for word in words if len(word) >= 3} - _GENERIC
+    return {_stem(word) for word in words if len(word) >= 3} - _GENERIC
 
 
 def _field_stems(field: OutputField) -> set[str]:
