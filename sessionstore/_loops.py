@@ -16,7 +16,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, ParamSpec, TypeVar
 
 from ._errors import StoreTimeoutError
 
@@ -27,6 +27,7 @@ from ._errors import StoreTimeoutError
 BIG_ROWS: Final = 2_000
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _CLOSE_TIMEOUT_S = 5.0  # closing another loop's resource never holds up a close for longer
 
 
@@ -216,3 +217,14 @@ class PerLoop(Generic[_T]):
 
 async def _start(generator: AsyncGenerator[None, None]) -> None:
     await anext(generator, None)
+
+
+async def off_loop_if(
+    big: bool, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+) -> _T:
+    """`fn(*args, **kwargs)`: on a worker thread when `big` (Python work over more than
+    BIG_ROWS rows, in this context, as `asyncio.to_thread` copies it: a redaction hook may
+    read context variables), in place otherwise, where a thread hop would cost more."""
+    if big:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    return fn(*args, **kwargs)

@@ -47,7 +47,7 @@ from .._items import (
     is_tool_output,
     rough_chars,
 )
-from .._loops import BIG_ROWS, LoopSafeLock
+from .._loops import BIG_ROWS, LoopSafeLock, off_loop_if
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import (
     Batch,
@@ -524,9 +524,7 @@ class SessionStore(SessionHistory):
         if not self.session_keys.encrypt_new:  # new rows are plain: try the driver-level read
             records = await self.database.active_rows(session_id)
             if all(record["payload_sealed"] is None for record in records):  # none sealed
-                if len(records) > BIG_ROWS:  # a big context: not on the loop's thread
-                    return await asyncio.to_thread(decoded_visible, records)
-                return decoded_visible(records)
+                return await off_loop_if(len(records) > BIG_ROWS, decoded_visible, records)
         return await self.database.read(read_active, session_id, self.session_keys)
 
     @overload

@@ -23,7 +23,7 @@ from .._errors import (
     CompactionErrorReason,
 )
 from .._events import Event
-from .._loops import BIG_ROWS, KeyedLocks
+from .._loops import BIG_ROWS, KeyedLocks, off_loop_if
 from .._rows import StoredRow, visible_rows
 from .._store import SessionStore
 from .._store._compaction_leases import tx_commit_releasing
@@ -39,7 +39,6 @@ from ._background._background import BackgroundCompactor
 from ._collector import freeze_more, snapshot_frozen
 from ._message import as_item
 from ._observers import CompactionObserver
-from ._off_loop import off_loop_if
 from ._outcome import CompactionConfig, CompactionOutcome, Layers, committed_events, skipped
 from ._partition import Partition, build_units, fit
 from ._plan_parts import kept_record, kept_rows, replaced_archive

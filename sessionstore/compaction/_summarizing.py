@@ -20,7 +20,7 @@ from .._errors import (
 )
 from .._events import Event
 from .._items import text_of
-from .._loops import BIG_ROWS
+from .._loops import BIG_ROWS, off_loop_if
 from .._opaque import is_opaque
 from .._schema import SUMMARY_START
 from .._store import SessionStore
@@ -28,7 +28,6 @@ from .._store._context_replacement import (
     ProviderItem,
 )
 from .._tokens import TokenEstimator
-from ._off_loop import off_loop_if
 from ._partition import Partition, Unit
 from ._policy import CompactionPolicy
 from ._rebind import Rebind
