@@ -19,7 +19,7 @@ from rich.table import Table
 from .._commands import cli_command
 from .._errors import KeyringError
 from .._storage._urls import resolve_url
-from ._common import console, err_console, shown_url
+from ._common import console, err_console, shown_url, url_or_path
 from ._exit_codes import EXIT_FAILED
 from ._text import shown
 
@@ -38,8 +38,9 @@ def demo(
         str | None,
         typer.Option(
             "--url",
-            help="Database to write the demo's sessions to (default: ./sessionstore-demo.db; "
-            "$SESSIONSTORE_URL is deliberately ignored).",
+            callback=url_or_path,
+            help="Database URL or SQLite file path to write the demo's sessions to (default: "
+            "./sessionstore-demo.db; $SESSIONSTORE_URL is deliberately ignored).",
         ),
     ] = None,
     window: Annotated[

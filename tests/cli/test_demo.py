@@ -77,6 +77,14 @@ def test_without_a_key_the_demo_says_archives_are_unencrypted(db_url: str) -> No
     assert "sessionstore serve --url" in result.output  # the viewer, among what to try next
 
 
+def test_the_demo_takes_a_plain_file_path_like_every_command(tmp_path: Path) -> None:
+    path = tmp_path / "plain.db"
+    result = run("demo", "--url", str(path), "--window", "8000", "--factor", "1")
+    assert result.exit_code == 0, result.output
+    assert path.exists()
+    assert f"--url sqlite:///{path}" in result.output  # the hints name the file it wrote
+
+
 async def _append(url: str, session_id: str, text: str) -> None:
     async with SessionStore(url) as store:
         await store.append(session_id, [{"role": "user", "content": text}])
