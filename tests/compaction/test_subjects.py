@@ -15,10 +15,12 @@ from sessionstore.compaction._summarizers._prompts import transcript_entries
 from sessionstore.compaction._summarizers._subjects import (
     Statement,
     claim_of,
+    keyed_claim,
     retired_by,
     settle,
     was_note,
     with_transition,
+    without_replaced,
 )
 from sessionstore.compaction._summarizers._summarizer import SummaryRequest
 from tests.support.histories import Item, assistant, user
@@ -71,6 +73,119 @@ def test_a_later_claim_about_the_same_subject_retires_the_old_value(
 def test_claims_about_other_subjects_replace_nothing(old: str, new: str) -> None:
     before, after = claim_of(old), claim_of(new)
     assert before is None or after is None or not retired_by(after, before)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "gone"),
+    [
+        # the old value named again in a clause of its own, beside the new one
+        ("product search runs on OpenSearch",
+         "OpenSearch kept falling over, so product search is on Typesense now", "opensearch"),
+        ("we agreed to ship the billing rewrite on 16 October",
+         "billing rewrite ships 14 October; 16 October was too tight", "16 october"),
+        ("Events go through Amazon SQS.",
+         "We're replacing Amazon SQS: events go through Apache Pulsar from now on.", "amazon sqs"),
+        # a name after the opening words, a verb in -s after it
+        ("Jonas signs off on prod deploys.", "From now on Chidi signs off on prod deploys.",
+         "jonas"),
+        ("Zofia is our DBA contact for the migration.",
+         "DBA contact for the migration changed: ask Emeka.", "zofia"),  # a label's words
+        ("alerts for this go to #payments-alerts", "route those alerts to #data-quality instead",
+         "#payments-alerts"),  # a channel
+        ("Backups are stored in eu-central-1.", "Backups now go to us-east-2.", "eu-central-1"),
+        ("Max 4487 concurrent exports per tenant.",
+         "per-tenant concurrent exports limit went up to 9851", "4487"),  # a bound, no id
+        ("We deprecate the v1 API on 22 October.",
+         "v1 API deprecation pushed to 8 August, partners need more time", "22 october"),
+        ("Monthly cloud budget is 2,800 USD.", "Cloud budget got cut to 7,000 USD a month.",
+         "2,800 usd"),
+    ],
+)  # fmt: skip
+def test_subjects_are_found_by_structure_in_new_phrasings(old: str, new: str, gone: str) -> None:
+    assert gone in replaced(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Ana is on call this week.", "Ana is on call this week, Ben next week."),  # both stand
+        ("Deploy only to qa-eu-west-1 for now.", "Deploy only to stg-eu-central-1 for now."),
+        ("Noor is out until March.", "Elif does design review sign-off in March."),
+    ],
+)
+def test_a_value_named_in_the_subjects_own_clause_stays(old: str, new: str) -> None:
+    before, after = claim_of(old), claim_of(new)
+    assert before is None or after is None or not retired_by(after, before)
+
+
+def test_a_replacing_line_drops_the_clause_that_names_the_old_value() -> None:
+    line = "OpenSearch kept falling over, so product search is on Typesense now"
+    assert without_replaced(line, ["OpenSearch"]) == "Product search is on Typesense now"
+    kept = "Switching the queue to Kafka instead of NATS; it could not keep up."
+    assert without_replaced(kept, ["NATS"]) == kept  # "instead of" already says it
+    settled = settle([Statement("product search runs on OpenSearch"), Statement(line)])
+    assert settled.replaced == {0} and "opensearch" in settled.retired
+
+
+def test_a_defined_value_replaces_a_listed_one_and_a_bound_does_not() -> None:
+    assert settle(
+        [Statement("Budget: 2,000 USD", listed=True), Statement("budget is 8,600 USD")]
+    ).replaced == {0}
+    goals = [
+        Statement("The goal is a cache hit rate above 87%.", listed=True),
+        Statement("We're done when we see a cache hit rate above 93%."),
+    ]
+    assert not settle(goals).replaced  # two bounds: both stand
+    described = [
+        Statement("To confirm the target we agreed on: 5x fewer pages to on-call.", listed=True),
+        Statement("To confirm the target we agreed on: 5000 concurrent clients per node."),
+    ]
+    assert not settle(described).replaced  # the value does not end its clause
+
+
+def test_an_imperative_of_change_is_a_change_and_a_noun_is_not() -> None:
+    assert settle(
+        [Statement("the worker pool is capped at 9120 threads", listed=True),
+         Statement("Raise the worker pool cap: 6914 threads.")]
+    ).replaced == {0}  # fmt: skip
+    tomasz = "This stays blocked until we ask Tomasz to review the schema change."
+    aiko = "This stays blocked until we ask Aiko to review the schema change."
+    assert not settle([Statement(tomasz, listed=True), Statement(aiko)]).replaced
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "gone"),
+    [
+        ("pg_settings row max_connections: setting 6501", "DBA raised max_connections to 7747.",
+         "6501"),
+        ("package.json: dependencies.fastify = 7.5.30", "Renovate bumped fastify to 18.9.5.",
+         "7.5.30"),
+        ("charts/session-svc/values-prod.yaml: cache.host = waw-web-74",
+         "We pointed the prod chart's cache at fra-pg-replica-39.", "waw-web-74"),
+        ("service_catalog row billing-export: owner Hana, tier 2, channel #team-billing",
+         "billing-export changed hands, Bruno owns it now", "hana"),  # tier and channel stay
+    ],
+)  # fmt: skip
+def test_a_value_read_from_a_tool_is_replaced_by_what_is_said_later(
+    old: str, new: str, gone: str
+) -> None:
+    assert keyed_claim(old) is not None
+    settled = settle([Statement(old, subject=old.rsplit(" ", 1)[0]), Statement(new)])
+    assert settled.replaced == {0} and settled.retired == {gone}
+
+
+def test_of_several_values_only_the_one_about_the_subject_is_retired() -> None:
+    assert replaced(
+        "Ana is primary on call, Ben is secondary on call.", "Carl is primary on call now."
+    ) == {"ana"}
+
+
+def test_a_change_made_replaces_what_it_updated_and_stays_history() -> None:
+    pinned = Statement("node is pinned at 9.7.5 in the Dockerfile")
+    bumped = Statement("Dockerfile: bumped node to 14.5.10 in the Dockerfile", history=True)
+    again = Statement("Dockerfile: bumped node to 16.2.0 in the Dockerfile", history=True)
+    settled = settle([pinned, bumped, again])
+    assert settled.replaced == {0}  # the first change made is not undone by the second
 
 
 def test_a_value_given_up_retires_any_line_that_names_it() -> None:

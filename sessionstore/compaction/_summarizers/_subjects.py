@@ -20,14 +20,14 @@ import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from ._entities import entity_matches
 
 __all__ = [
     "Claim", "Settled", "Statement", "claim_of", "retired_by", "settle", "strip_was",
-    "value_types", "values_in", "was_note", "with_transition",
+    "value_types", "values_in", "was_note", "with_transition", "without_replaced",
 ]  # fmt: skip
 
 _MONTHS: Final = (
@@ -36,6 +36,7 @@ _MONTHS: Final = (
     "sep(?:t(?:ember|iembre)?)?\\.?|setiembre|oct(?:ober|ubre|\\.)?|okt(?:ober)?|"
     "nov(?:ember|iembre|\\.)?|dec(?:ember|\\.)?|dez(?:ember)?|dic(?:iembre)?|ene(?:ro)?"
 )
+_MONTH_ONLY: Final = re.compile(rf"(?:{_MONTHS})", re.IGNORECASE)
 # Values the entity patterns do not name, in claiming order: dates, amounts, numbers, names.
 _VALUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
@@ -58,11 +59,16 @@ _VALUES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("id", re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+\b")),
     ("number", re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w.]\w)")),
     # Capitalized words: names, and in German every noun, so they are also subject words.
-    # CamelCase product names too: "RabbitMQ", "OpenSearch" (not "USD": no small letter).
+    # CamelCase product names too: "RabbitMQ", "OpenSearch" (not "USD": no small letter),
+    # and a name's acronym: "Amazon SQS".
     (
         "name",
-        re.compile(r"(?<![\w-])[A-ZÀ-Þ][a-zà-ÿ]+(?:[A-Z][A-Za-z]*)?(?:\s[A-ZÀ-Þ][a-zà-ÿ]+)?\b"),
+        re.compile(
+            r"(?<![\w-])[A-ZÀ-Þ][a-zà-ÿ]+(?:[A-Z][A-Za-z]*)?(?:\s(?:[A-ZÀ-Þ][a-zà-ÿ]+|[A-Z]{2,5}))?\b"
+        ),
     ),
+    # Chat channels and tags: "#payments-alerts" (not "#123", an issue number).
+    ("channel", re.compile(r"(?<![\w#])#[^\W\d_][\w-]*")),
     ("quoted", re.compile(r"`[^`\n]{1,60}`")),
 )
 # How entity groups compare: environments qualify a subject rather than answer it.
@@ -109,6 +115,13 @@ _TO: Final = re.compile(r"^\s*(?:to|auf|nach|zu|a|al|hasta|->|→|=>)\s*$", re.I
 # A bare integer right after a word names which one ("order 7697", "step 212"), it is no value.
 _IDENTIFIED: Final = re.compile(r"([^\W\d_]{2,}) $")
 _QUANTITIES: Final = frozenset({"amount", "number", "date"})
+# Words that bound a figure rather than name which one: "Max 40 exports", "up to 9851".
+_QUANTIFIERS: Final = frozenset(
+    re.split(
+        r"\s+",
+        "max maximum min minimum limit cap höchstens mindestens maximal minimal máximo mínimo",
+    )
+)
 _DIGITS: Final = re.compile(r"(?<![\d.,])\d+(?![\d.,]*\d)")  # a counter, not 8.0 or 4,100
 _DIRECTORY: Final = re.compile(r"/$|/[^./]+$")  # a folder, not a file: its names are topics
 # "Typesense was replaced by Vespa", "Kafka wurde durch Redpanda ersetzt".
@@ -121,9 +134,13 @@ _REPLACED_BY: Final = re.compile(
 # Words that say a value changed, in English, German and Spanish (closed-class words and
 # verbs of change, not topics): what a goal, a rule or a to-do needs to replace a sibling.
 _CHANGE: Final = re.compile(
-    r"\b(?:now|no longer|any ?more|instead|changed|moved|switched|updated|update:|"
-    r"replac(?:ed|es|ing)|took over|takes over|upgraded|downgraded|bumped|raised|lowered|"
-    r"increased|decreased|extended|postponed|pushed (?:back|out)|revised|reassigned|renamed|"
+    r"^\W*(?:please\s+)?(?:raise|lower|increase|decrease|bump|extend|move|change|switch|"
+    r"cut)\b|"  # an imperative: "Raise the pool cap: 40" (mid-sentence, nouns too)
+    r"\b(?:now|no longer|any ?more|instead|changed|moved|switched|"
+    r"updated|update:|replac(?:ed|es|ing)|took over|takes over|upgraded|downgraded|"
+    r"bumped|raised|lowered|increased|decreased|extended|postponed|"
+    r"push(?:ed|es)? (?:back|out|to)|(?:went|gone|goes|go) (?:up|down)|"
+    r"revised|reassigned|renamed|"
     r"from now on|going forward|jetzt|nun|ab sofort|nicht mehr|stattdessen|geändert|"
     r"verschoben|erhöht|gesenkt|übernimmt|übernommen|aktualisiert|umgestellt|ahora|ya no|"
     r"en cambio|cambiamos|cambió|cambiado|movimos|movido|movió|subimos|bajamos|aumentamos|"
@@ -132,7 +149,8 @@ _CHANGE: Final = re.compile(
 )
 _GIVEN_UP: Final = re.compile(
     r"\b(?:rather than|instead of|statt|anstatt|anstelle von|en vez de|en lugar de|"
-    r"replaced|replaces|took over from|takes over from|dropped|dropping|ditched|abandoned|"
+    r"replaced|replaces|replacing|took over from|takes over from|dropped|dropping|ditched|"
+    r"abandoned|"
     r"moved off|moved away from|migrated off|got rid of|ersetzt|löst|abgeschafft|"
     r"reemplaza a|reemplazó a|sustituye a|sustituyó a|dejamos|abandonamos|quitamos)\s+"
     r"(?:the\s+|den\s+|die\s+|das\s+|el\s+|la\s+)?([^\W\d][\w.-]*\w)",
@@ -151,9 +169,49 @@ _OVER: Final = re.compile(r"\b(?:over|über|sobre)\s+$", re.IGNORECASE)
 # owns"; "is" would make "Retention is 30 days" a person), and it is no past participle or
 # gerund itself ("Decided", "Checking").
 _NAMED_FIRST: Final = re.compile(r"[A-ZÀ-Þ][a-zà-ÿ]+(?<!ed)(?<!ing)\s+[a-zà-ÿ]{2,}(?<!s)s\b")
+# "Zofia is our DBA contact": a first word that names a person, not a thing (no suffix
+# of an abstract noun: "Retention is", "Caching is", "Compliance is" are no people).
+_NAMED_IS: Final = re.compile(
+    r"\s*[A-ZÀ-Þ][a-zà-ÿ]+(?<!ion)(?<!ing)(?<!ed)(?<!ity)(?<!ment)(?<!ness)(?<!ance)(?<!ence)"
+    r"(?<!ure)(?<!ism)(?<!ogy)(?<!age)\s+(?:is|was|ist|war|es|era|está)\s"
+)
+_VERB_AFTER: Final = re.compile(r"\s+([a-zà-ÿ]{2,}(?<!s)s)\b")
+# A cloud region alone ("eu-west-1"), not an environment ("prod", "qa-eu-west-1").
+_REGION: Final = re.compile(r"(?:us|eu|ap|sa|ca|me|af)-[a-z]+-\d", re.IGNORECASE)
+# Where a clause ends: a mark of punctuation before a space, a dash, a conjunction that
+# starts another statement ("so", "but", "because", "aber", "pero", ...).
+_CLAUSE: Final = re.compile(
+    r"[,;:.!?](?=\s)|\s[-\u2013\u2014]\s|\s(?:so|but|because|since|while|whereas|aber|weil|"
+    r"denn|pero|porque|así que)\s",
+    re.IGNORECASE,
+)
+_DEFINED: Final = re.compile(
+    r"(?:\b(?:is|are|was|were|ist|sind|es|son|beträgt)(?:\s+(?:now|still|currently|jetzt|"
+    r"ahora))?|[:=])\s*$",
+    re.IGNORECASE,
+)
+_LABEL_END: Final = re.compile(r":\s*(?:[^\W\d_]+\s+){0,2}$")  # "owner changed: ask Emeka"
+_LEADING_JOIN: Final = re.compile(
+    r"^(?:[,;:.!?]\s*|[-\u2013\u2014]\s+|(?:so|but|because|since|while|whereas|aber|weil|"
+    r"denn|pero|porque|así que)\s+)+",
+    re.IGNORECASE,
+)
+# A value something was changed to: "got cut to 7,000", "was moved to Friday".
+_CHANGED_TO: Final = re.compile(
+    r"\b(?:got|gets|was|were|has been|have been|had been)\s+[a-z]{2,}\s+(?:down\s+|up\s+)?to\s",
+    re.IGNORECASE,
+)
 # Inflections (English; German and Spanish nouns rarely inflect in these positions).
-_INFLECTIONS: Final = ("ings", "ing", "als", "al", "es", "ed", "s")
+_INFLECTIONS: Final = ("ings", "ing", "ions", "ion", "als", "al", "es", "ed", "s")
 _STEM_MIN: Final = 4
+_POSSESSIVE: Final = re.compile(r"['\u2019]s?$")
+# A tool output's value as the state reader files it: "deploy/prod.yaml: cache.host = db-7",
+# "tickets row OPS-12: owner alice, task migrate cron".
+_KEYED: Final = re.compile(
+    r"^(?P<source>.*?)(?::\s+(?P<key>[^=]+?)\s+=\s+|\s+row\s+(?P<row>[^:]+):\s+)"
+)
+_KEY_WORD: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")  # cache.host, maxReplicas, DB_HOST
+_CELL: Final = re.compile(r"(?:^|,\s+)([^\W\d]\w*)\s+")  # "owner alice, tier 2": the columns
 _NEAR_BEFORE: Final = 4
 _NEAR_AFTER: Final = 4
 _HEAD_BEFORE: Final = 2
@@ -170,6 +228,13 @@ class Claim:
     former: frozenset[str]  # values it says were replaced ("from 6.2 to 7.2")
     head: frozenset[str] = frozenset()  # the words right next to its values: "latency"
     changes: bool = False  # says that something changed ("now", "moved", "ya no", "jetzt")
+    # each value's clause: its content words ("Debezium choked on the blobs, so the copy
+    # runs on Maxwell": Debezium's clause names no copy)
+    clauses: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # says what its subject IS ("Budget: 2,000 USD", "budget is 8,600 USD"), not a bound
+    # on it ("spend stays under $4,000", "a hit rate above 87%"), which may stand beside
+    # another bound
+    defines: bool = False
 
     def all_values(self) -> frozenset[str]:
         return frozenset(value for values in self.values.values() for value in values)
@@ -203,6 +268,8 @@ def _spans(text: str) -> tuple[tuple[int, int, str, str], ...]:
                 continue
             value = match.group().strip("`")
             if kind == "name":  # "Use Vespa": the name is what is left of the stop words
+                if _MONTH_ONLY.fullmatch(value):
+                    continue  # "until March": a time, not a name
                 words = value.split()
                 while words and words[0].lower() in _STOP:
                     start += len(words.pop(0)) + 1
@@ -247,6 +314,7 @@ def _stem(word: str) -> str:
     prefix cut: "config" and "confirmation" stay two words)."""
     if " " in word:  # "order 7697": which one, compared whole
         return word
+    word = _POSSESSIVE.sub("", word)  # "the chart's cache": the chart
     for suffix in _INFLECTIONS:
         if word.endswith(suffix) and len(word) - len(suffix) >= _STEM_MIN:
             word = word[: -len(suffix)]
@@ -254,10 +322,87 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > _STEM_MIN else word
 
 
+def _verbs_after_names(text: str, spans: Sequence[tuple[int, int, str, str]]) -> set[int]:
+    """Where a verb in -s follows a name ("Chidi signs off", "Ana owns billing"): it says
+    what the person does, not what the claim is about."""
+    found = set()
+    for _, end, kind, _ in spans:
+        verb = _VERB_AFTER.match(text, end) if kind == "person" else None
+        if verb and verb.group(1).lower() not in _STOP:
+            found.add(verb.start(1))
+    return found
+
+
+def _clause_words(text: str, at: int, content: Sequence[tuple[int, str]]) -> frozenset[str]:
+    """The content words of the clause around position `at`, stemmed."""
+    starts = [m.end() for m in _CLAUSE.finditer(text, 0, at)]
+    start = starts[-1] if starts else 0
+    following = _CLAUSE.search(text, at)
+    end = following.start() if following else len(text)
+    return frozenset(_stem(word) for position, word in content if start <= position < end)
+
+
+def _label(text: str, at: int, content: Sequence[tuple[int, str]]) -> list[str]:
+    """The words of a label the value follows ("p99 target for the API: 340 ms"): all of
+    them name the subject, not only the two next to the value."""
+    colon = _LABEL_END.search(text, 0, at)
+    if colon is None:
+        return []
+    starts = [m.end() for m in _CLAUSE.finditer(text, 0, colon.start())]
+    start = starts[-1] if starts else 0
+    return [word for position, word in content if start <= position < colon.start()]
+
+
+def _key_words(text: str) -> set[str]:
+    """The words of a key or a row id: "max_connections", "cache.host", "maxReplicas"."""
+    words = {word.lower() for word in _KEY_WORD.findall(text)}
+    return {_stem(word) for word in words if len(word) >= 3 and word not in _STOP}
+
+
+@functools.lru_cache(maxsize=16384)
+def keyed_claim(text: str) -> Claim | None:
+    """The claim of a value read from a tool output, by its structure rather than as prose:
+    its key (and the file or table it came from) is the subject, the value after it the
+    value; a row's columns name its values ("owner alice": alice is the owner)."""
+    found = _KEYED.match(strip_was(text))
+    if found is None:
+        return None
+    rest = strip_was(text)[found.end() :]
+    source = _key_words(found["source"].rsplit("/", 1)[-1])
+    key = _key_words(found["key"] or found["row"])
+    if not key:
+        return None
+    values: dict[str, set[str]] = {}
+    clauses: dict[str, frozenset[str]] = {}
+    qualifiers = {
+        value.lower() for _, _, kind, value in _spans(found["source"]) if kind == "qualifier"
+    }
+    cells = [(m.end(), _key_words(m.group(1))) for m in _CELL.finditer(rest)] or [(0, set())]
+    for start, _, kind, value in _spans(rest):
+        if kind in _NOT_STATES or kind == "qualifier":
+            continue
+        column = max((c for c in cells if c[0] <= start), default=cells[0], key=lambda c: c[0])
+        values.setdefault("number" if kind == "version" else kind, set()).add(value.lower())
+        clauses[value.lower()] = frozenset(column[1] or key)  # a row's cells: their columns
+    if not values:
+        return None
+    columns = {word for _, words in cells for word in words}
+    return Claim(
+        frozenset(key | source | columns),
+        {kind: frozenset(found) for kind, found in values.items()},
+        frozenset(qualifiers),
+        frozenset(),
+        frozenset(key),
+        clauses=clauses,
+    )
+
+
 @functools.lru_cache(maxsize=16384)
 def claim_of(text: str) -> Claim | None:
     """The claim a fact makes, or None when it states no value or no subject."""
     text = strip_was(text)
+    if text.rstrip().endswith("?"):
+        return None  # "Who owns billing?" asks; it states no value
     spans = _spans(text)
     given_up = {m.group(1).lower() for m in _GIVEN_UP.finditer(text)} - _STOP
     if not spans and not given_up:
@@ -266,20 +411,31 @@ def claim_of(text: str) -> Claim | None:
     # "Ana owns billing", "Marco owns search": the verb after a name says what the name
     # does, not what the claim is about.
     named = len(tokens) > 1 and tokens[0][2] not in _STOP and _NAMED_FIRST.match(text, tokens[0][0])
-    verb = tokens[1][0] if named else -1
+    verbs = {tokens[1][0]} if named else set()
+    verbs.update(_verbs_after_names(text, spans))  # "From now on Chidi signs off"
     content = [
         (start, word)
         for start, end, word in tokens
         if len(word) >= 3
         and word not in _STOP
-        and start != verb
+        and start not in verbs
         and not any(a <= start < b and kind != "person" for a, b, kind, _ in spans)
     ]
     near: set[str] = set()
     head: set[str] = set()
     values: dict[str, set[str]] = {}
     qualifiers: set[str] = set()
+    clauses: dict[str, frozenset[str]] = {}
+    # A cloud region is where something is ("the eu-west-1 replica is db-7"), unless it is
+    # all the sentence states ("The new cluster goes to ca-central-1"): then it is the value.
+    opening = _opening(text)
+    placed = not any(
+        kind not in _NOT_STATES and kind != "qualifier" and value.lower() not in opening
+        for _, _, kind, value in spans
+    )
     for start, end, kind, value in spans:
+        if kind == "qualifier" and placed and _REGION.fullmatch(value):
+            kind = "region"
         if kind in _NOT_STATES:  # where, not what: "/search/indexer/" is about the indexer
             if kind == "path" and _DIRECTORY.search(value):
                 folders = [w for w in _TOKEN.findall(value.lower()) if len(w) >= 3]
@@ -287,7 +443,7 @@ def claim_of(text: str) -> Claim | None:
                 head.update(w for w in folders if w not in _STOP)
             continue
         named = _IDENTIFIED.search(text[:start]) if kind == "number" and value.isdigit() else None
-        if named and named.group(1).lower() not in _STOP:
+        if named and named.group(1).lower() not in _STOP | _QUANTIFIERS:
             near.add(f"{named.group(1).lower()} {value}")  # "order 7697" is which order
             continue
         if kind == "qualifier":
@@ -301,8 +457,15 @@ def claim_of(text: str) -> Claim | None:
             head.update(parts)
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
+        clauses[value.lower()] = _clause_words(text, start, content)
         near.update(before, after)
-        head.update(before[-_HEAD_BEFORE:], after[:_HEAD_AFTER])
+        # "Max 40 concurrent exports": a bound is next to the figure, the subject after it
+        bounds = [word for position, word in content if word not in _QUANTIFIERS]
+        head.update(
+            [word for word in before if word in bounds][-_HEAD_BEFORE:],
+            [word for word in after if word in bounds][:_HEAD_AFTER],
+        )
+        head.update(_label(text, start, content))
     near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
     head.update(piece for word in list(head) for piece in _pieces(word))
     near, head = {_stem(word) for word in near}, {_stem(word) for word in head}
@@ -318,9 +481,9 @@ def claim_of(text: str) -> Claim | None:
         )
     if not values or not near:
         return None
-    opening = _opening(text)
-    if opening & values.get("person", set()):
-        # "Decided to ...", "Look up ...": capitalized by the sentence, not by being a name.
+    if opening & values.get("person", set()) and not (len(values) == 1 and _NAMED_IS.match(text)):
+        # "Decided to ...", "Look up ...": capitalized by the sentence, not by being a name
+        # (unless names are all the sentence states and "is" follows: "Zofia is our DBA").
         values["person"] -= opening
         values = {kind: found for kind, found in values.items() if found}
         if not values:
@@ -335,8 +498,24 @@ def claim_of(text: str) -> Claim | None:
     former |= given_up
     former |= {m.group(1).lower() for m in _REPLACED_BY.finditer(text)}
     current = {kind: frozenset(v - former) for kind, v in values.items() if v - former}
-    changes = bool(former) or _CHANGE.search(text) is not None
-    return Claim(frozenset(near), current, frozenset(qualifiers), former, frozenset(head), changes)
+    changes = bool(former or _CHANGE.search(text) or _CHANGED_TO.search(text))
+    defines = any(
+        value.lower() not in former
+        and _DEFINED.search(text[:start])
+        and not _clause_words(text, end, [(p, w) for p, w in content if p >= end])
+        for start, end, kind, value in spans
+        if kind not in _NOT_STATES and kind != "qualifier"
+    )  # "budget is 8,600 USD": the value ends its clause ("...: 5x fewer pages" describes)
+    return Claim(
+        frozenset(near),
+        current,
+        frozenset(qualifiers),
+        former,
+        frozenset(head),
+        changes,
+        clauses,
+        defines,
+    )
 
 
 def retired_by(
@@ -355,11 +534,43 @@ def retired_by(
     shared = new.near & old.near
     if not new.head & old.head:  # "p99 latency under 340 ms", "error rate under 0.5%"
         return frozenset()
-    if len(shared) < (2 if strict else 1) or len(shared) * 3 < min(len(new.near), len(old.near)):
+    fewest = min(len(new.near), len(old.near))
+    # strict: two shared words, or all the words of the briefer one ("Backups now go to X")
+    if len(shared) < (min(2, fewest) if strict else 1) or len(shared) * 3 < fewest:
         return frozenset()
-    current = new.all_values()
-    retired = {value for kind in types for value in old.values[kind] if value not in current}
+    current = new.all_values() - _named_aside(new, old, shared, types)
+    subject = shared - {_stem(w) for v in old.all_values() for w in _TOKEN.findall(v)}
+    retired: set[str] = set()
+    for kind in types:
+        # Of several ("Ana is primary on call, Ben is secondary"), the ones whose clause has
+        # the words that tell them apart and that the new claim is about ("primary").
+        clauses = [old.clauses.get(value, frozenset()) for value in old.values[kind]]
+        telling = subject - frozenset.intersection(*clauses) if len(clauses) > 1 else subject
+        retired.update(
+            value
+            for value, clause in zip(old.values[kind], clauses, strict=True)
+            if value not in current and (len(clauses) == 1 or not telling or clause & telling)
+        )
     return frozenset(retired)
+
+
+def _named_aside(
+    new: Claim, old: Claim, shared: frozenset[str], types: Iterable[str]
+) -> frozenset[str]:
+    """The old values `new` names in a clause of their own, beside another value of their
+    type in the clause about the subject: "OpenSearch kept falling over, so product search
+    is on Typesense now" says what replaced OpenSearch; "Ana is on call this week, Ben
+    next week" keeps Ana on call (her clause names the subject)."""
+    aside: set[str] = set()
+    for kind in types:
+        repeated = new.values[kind] & old.values[kind]
+        # the subject's words, not the values' own ("Amazon SQS" is no subject word)
+        subject = shared - {_stem(w) for v in new.values[kind] for w in _TOKEN.findall(v)}
+        clauses = {v: new.clauses.get(v, frozenset()) & subject for v in new.values[kind]}
+        about = {v for v in new.values[kind] - repeated if clauses[v]}
+        if about:
+            aside.update(v for v in repeated if not clauses[v])
+    return frozenset(aside)
 
 
 def with_transition(text: str) -> str:
@@ -374,6 +585,31 @@ def with_transition(text: str) -> str:
         stripped = f"{stripped[:start].rstrip()} {new} {stripped[end:].lstrip()}".strip()
         retired.append(old)
     return was_note(stripped.rstrip(" ."), retired)
+
+
+def without_replaced(text: str, replaced: Iterable[str]) -> str:
+    """`text` (without its "(was X)") minus the clauses that name a value it replaced and
+    no value of its own ("OpenSearch kept falling over, so product search is on Typesense
+    now" -> "Product search is on Typesense now"): the old value is then only ever shown as
+    "(was X)", which `was_note` adds."""
+    body = strip_was(text)
+    gone = [
+        re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w]|[.,-]\w)", re.IGNORECASE)
+        for value in replaced
+    ]
+    cuts = [0, *(m.end() for m in _CLAUSE.finditer(body)), len(body)]
+    pieces = [body[a:b] for a, b in itertools.pairwise(cuts)]
+    kept = [
+        piece
+        for piece in pieces
+        if not any(pattern.search(piece) for pattern in gone)
+        or _GIVEN_UP.search(piece)  # "rather than X": it already says X was replaced
+        or values_in(piece) - {value.lower() for value in replaced}
+    ]
+    if len(kept) == len(pieces) or not any(values_in(piece) for piece in kept):
+        return body
+    joined = _LEADING_JOIN.sub("", "".join(kept).strip()).rstrip(" ,;:-")
+    return joined[:1].upper() + joined[1:]
 
 
 def value_types(text: str) -> frozenset[str]:
@@ -446,6 +682,8 @@ class Statement:
     listed: bool = False  # one of several of its kind (goals, rules, to-dos): replaced
     # only by a statement that says something changed, not by a sibling with another value
     chosen: bool = False  # a decision: another choice replaces it, another figure needs a change
+    history: bool = False  # a change made ("bumped node to 14.5.10"): replaces a claim it
+    # updates, is never replaced (it stays what happened) and replaces no other change
 
 
 def _settle_claim(
@@ -453,22 +691,31 @@ def _settle_claim(
     claim: Claim,
     claims: Sequence[Claim | None],
     statements: Sequence[Statement],
-    by_word: Mapping[str, list[int]],
+    candidates: Iterable[Mapping[str, list[int]]],
     replaced: set[int],
     replace: Callable[[int, int, Iterable[str]], None],
 ) -> None:
-    """Replace every earlier claim `claim` retires (a keyed fact only by its own key)."""
+    """Replace every earlier claim `claim` retires, among `candidates` (earlier claims by
+    their subject words)."""
     this = statements[new]
-    for old in sorted({o for word in claim.near for o in by_word.get(word, ())}):
+    earlier = {o for by_word in candidates for word in claim.near for o in by_word.get(word, ())}
+    for old in sorted(earlier - replaced):
         previous, that = claims[old], statements[old]
-        if old in replaced or previous is None or (this.subject and that.subject):
-            continue  # two keyed values (a tool output's) are one subject only by their keys
-        if that.listed and not claim.changes:
+        if previous is None:
+            continue
+        # Naming the old value again beside a new one says something changed ("ships 14
+        # October; 16 October was too tight"); whether it is retired, retired_by decides.
+        changes = (
+            claim.changes
+            or bool(claim.all_values() & previous.all_values())
+            or (claim.defines and previous.defines)  # "Budget: 2,000", then "budget is 8,600"
+        )
+        if that.listed and not changes:
             continue  # "ask Aiko to review" after "ask Tomasz to review": both stand
         # A decision restated with another figure ("the target we agreed: below 0.26%" after
         # "below 0.33%") adds a figure unless it says something changed; another choice
         # ("use Vespa" after "use Typesense") replaces it.
-        skip = _QUANTITIES if that.chosen and not claim.changes else frozenset()
+        skip = _QUANTITIES if that.chosen and not changes else frozenset()
         gone = retired_by(claim, previous, strict=this.strict, skip=skip)
         if gone and not _progress(that.text or "", this.text or ""):
             replace(old, new, gone)
@@ -480,15 +727,26 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
     replaces it. Statements before `fresh_from` were settled in an earlier round (a prior
     summary lists them by section, not in the order they were said): they replace nothing."""
     texts = [statement.text for statement in statements]
-    claims = [None if text is None else claim_of(text) for text in texts]
+    claims = [
+        None
+        if text is None
+        else (keyed_claim(text) if statement.subject else None) or claim_of(text)
+        for text, statement in zip(texts, statements, strict=True)
+    ]
     tokens = [_words(text) for text in texts]
-    by_word: dict[str, list[int]] = {}
+    # Earlier claims by subject word: what was said, and values read from tool outputs (two
+    # of those are one subject only by their keys, so a keyed claim looks at the first only).
+    # A change made (history) is never replaced, so it is not looked up at all.
+    said: dict[str, list[int]] = {}
+    read: dict[str, list[int]] = {}
     by_token: dict[str, list[int]] = {}
     by_subject: dict[str, int] = {}
     replaced: set[int] = set()
     by: dict[int, int] = {}
     was: dict[int, tuple[str, ...]] = {}
     retired: set[str] = set()
+
+    gone_from: dict[int, set[str]] = {}  # values a claim names only as replaced
 
     def _replace(old: int, new: int, gone: Iterable[str], *, keyed: bool = False) -> None:
         """`keyed`: a key read again, whose old value is shown "(was X)" but retires no
@@ -498,6 +756,7 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
         gone = sorted(gone)
         if not keyed:
             retired.update(gone)
+            gone_from.setdefault(new, set()).update(gone)
         if gone:
             was[new] = tuple(_shown(value, texts[old] or "") for value in gone)
 
@@ -512,19 +771,25 @@ def settle(statements: Sequence[Statement], fresh_from: int = 0) -> Settled:
         if claim is not None:
             retired.update(claim.former)
             if fresh and not statements[new].keyed_only:
-                _settle_claim(new, claim, claims, statements, by_word, replaced, _replace)
+                candidates = (said,) if subject else (said, read)
+                _settle_claim(new, claim, claims, statements, candidates, replaced, _replace)
                 for value in claim.former:  # "pg_dump rather than pgloader": any line naming it
                     for old in by_token.get(value, ()):
-                        if old not in replaced and len(tokens[old] & tokens[new]) >= 2:
+                        if (
+                            old not in replaced
+                            and not statements[old].history
+                            and len(tokens[old] & tokens[new]) >= 2
+                        ):
                             _replace(old, new, [value])
-            for word in claim.near:
-                by_word.setdefault(word, []).append(new)
+            if not statements[new].history:
+                for word in claim.near:
+                    (read if subject else said).setdefault(word, []).append(new)
         for token in tokens[new]:
             by_token.setdefault(token, []).append(new)
     current = {
         value
         for index, claim in enumerate(claims)
         if claim is not None and index not in replaced
-        for value in claim.all_values()
+        for value in claim.all_values() - gone_from.get(index, set())
     }
     return Settled(frozenset(replaced), was, frozenset(retired - current), by)

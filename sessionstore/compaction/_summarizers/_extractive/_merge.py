@@ -15,6 +15,7 @@ from .._subjects import (
     values_in,
     was_note,
     with_transition,
+    without_replaced,
 )
 from .._supersede import superseding
 from ._facts import (
@@ -29,7 +30,17 @@ from ._facts import (
     Section,
 )
 from ._reader import is_summary
-from ._rules import AS_REASON, LEDGER_SEPARATOR, NAME, RATIONALE, WORD, clip, sentences, squash
+from ._rules import (
+    AS_REASON,
+    LEDGER_SEPARATOR,
+    NAME,
+    RATIONALE,
+    SO_CONSEQUENCE,
+    WORD,
+    clip,
+    sentences,
+    squash,
+)
 
 
 def stated(entries: Sequence[Entry]) -> list[str]:
@@ -66,8 +77,10 @@ def current(prior: Sequence[Fact], said: Sequence[str], kept: Sequence[str]) -> 
     return current
 
 
-# Entities are listed, not stated; tool chatter and code changes are history, not state.
-_NOT_CLAIMS: Final = frozenset({"entity", "tool", "pinned", "change"})
+# Entities are listed, not stated; tool chatter is history, not state. A code change is
+# history too, but one that states a value ("bumped node to 14.5.10 in the Dockerfile")
+# makes it current: it replaces what it updated (Statement.history).
+_NOT_CLAIMS: Final = frozenset({"entity", "tool", "pinned"})
 
 
 # Kinds a session holds several of at once: a sibling with another value adds, not replaces.
@@ -96,10 +109,15 @@ def _ledger(ledger: str, was: Sequence[str], retired: frozenset[str]) -> str:
 
 def _claimed(fact: Fact) -> str:
     """What a fact claims: its main clause, not its reason ("the express courier, since it
-    costs 61% less" states what "the express courier, as it costs 42% less" did)."""
+    costs 61% less" states what "the express courier, as it costs 42% less" did; "Debezium
+    choked on the blobs, so the copy runs on Maxwell" states where the copy runs)."""
     text = fact.body()
     if fact.kind == "state":
         return text
+    consequence = SO_CONSEQUENCE.search(text)
+    if consequence:  # "Debezium choked, so the copy runs on Maxwell": what follows, if it claims
+        after = text[consequence.end() :]
+        text = after if claim_of(after) is not None else text[: consequence.start()]
     reason = RATIONALE.search(text) or AS_REASON.search(text)
     return text[: reason.start()] if reason else text
 
@@ -116,6 +134,7 @@ def settled(facts: Sequence[Fact], later: Sequence[str], fresh_from: int) -> lis
             keyed_only=fact.silent,
             listed=fact.kind in _LISTED,
             chosen=fact.kind == "decision",
+            history=fact.kind == "change",
         )
         for fact, text in zip(facts, texts, strict=True)
     ]
@@ -137,7 +156,7 @@ def settled(facts: Sequence[Fact], later: Sequence[str], fresh_from: int) -> lis
             continue
         text = with_transition(fact.text)
         if index in settled.was:
-            text = was_note(text, settled.was[index])
+            text = was_note(without_replaced(text, settled.was[index]), settled.was[index])
         ledger = _ledger(fact.ledger, settled.was.get(index, ()), settled.retired)
         weak = fact.weak and index not in strong
         if text != fact.text or ledger != fact.ledger or weak != fact.weak:
