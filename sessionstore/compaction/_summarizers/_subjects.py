@@ -134,8 +134,7 @@ _REPLACED_BY: Final = re.compile(
 # Words that say a value changed, in English, German and Spanish (closed-class words and
 # verbs of change, not topics): what a goal, a rule or a to-do needs to replace a sibling.
 _CHANGE: Final = re.compile(
-    r"^\W*(?:please\s+)?(?:raise|lower|increase|decrease|bump|extend|move|change|switch|"
-    r"cut)\b|"  # an imperative: "Raise the pool cap: 40" (mid-sentence, nouns too)
+    r"^\W*(?:please\s+)?(?:raise|lower|increase|decrease|bump|extend)\b|"  # "Raise the cap: 40"
     r"\b(?:now|no longer|any ?more|instead|changed|moved|switched|"
     r"updated|update:|replac(?:ed|es|ing)|took over|takes over|upgraded|downgraded|"
     r"bumped|raised|lowered|increased|decreased|extended|postponed|"
@@ -181,8 +180,8 @@ _REGION: Final = re.compile(r"(?:us|eu|ap|sa|ca|me|af)-[a-z]+-\d", re.IGNORECASE
 # Where a clause ends: a mark of punctuation before a space, a dash, a conjunction that
 # starts another statement ("so", "but", "because", "aber", "pero", ...).
 _CLAUSE: Final = re.compile(
-    r"[,;:.!?](?=\s)|\s[-\u2013\u2014]\s|\s(?:so|but|because|since|while|whereas|aber|weil|"
-    r"denn|pero|porque|así que)\s",
+    r"[,;:.!?](?=\s)|\s[-\u2013\u2014]\s|\s(?:so(?! far\b)|but|because|since|while|whereas|"
+    r"aber|weil|denn|pero|porque|así que)\s",
     re.IGNORECASE,
 )
 _DEFINED: Final = re.compile(
@@ -190,12 +189,22 @@ _DEFINED: Final = re.compile(
     r"ahora))?|[:=])\s*$",
     re.IGNORECASE,
 )
-_LABEL_END: Final = re.compile(r":\s*(?:[^\W\d_]+\s+){0,2}$")  # "owner changed: ask Emeka"
-_LEADING_JOIN: Final = re.compile(
-    r"^(?:[,;:.!?]\s*|[-\u2013\u2014]\s+|(?:so|but|because|since|while|whereas|aber|weil|"
-    r"denn|pero|porque|así que)\s+)+",
+# A clause that says a value still holds: "but 300 s stays for the CDN", "sigue reservado".
+_STAYS: Final = re.compile(
+    r"\b(?:still|stays?|stayed|remains?|remained|keeps?|bleibt|bleiben|noch|sigue|siguen|"
+    r"todavía|aún)\b",
     re.IGNORECASE,
 )
+# Words that join two clauses, which a clause cut from a line must not leave dangling.
+_JOINS: Final = (
+    r"(?:so|but|and|or|because|since|while|whereas|aber|und|oder|weil|denn|pero|y|o|porque|"
+    r"así que)"
+)
+_TRAILING_JOIN: Final = re.compile(rf"(?:[\s,;:-]+|\s+{_JOINS})+$", re.IGNORECASE)
+_LEADING_JOIN: Final = re.compile(
+    rf"^(?:[,;:.!?]\s*|[-\u2013\u2014]\s+|{_JOINS}\s+)+", re.IGNORECASE
+)
+_LABEL_END: Final = re.compile(r":\s*(?:[^\W\d_]+\s+){0,2}$")  # "owner changed: ask Emeka"
 # A value something was changed to: "got cut to 7,000", "was moved to Friday".
 _CHANGED_TO: Final = re.compile(
     r"\b(?:got|gets|was|were|has been|have been|had been)\s+[a-z]{2,}\s+(?:down\s+|up\s+)?to\s",
@@ -235,6 +244,7 @@ class Claim:
     # on it ("spend stays under $4,000", "a hit rate above 87%"), which may stand beside
     # another bound
     defines: bool = False
+    staying: frozenset[str] = frozenset()  # values its clause says still hold ("300 s stays")
 
     def all_values(self) -> frozenset[str]:
         return frozenset(value for values in self.values.values() for value in values)
@@ -333,12 +343,20 @@ def _verbs_after_names(text: str, spans: Sequence[tuple[int, int, str, str]]) ->
     return found
 
 
+def _clause_span(text: str, at: int) -> tuple[int, int]:
+    starts = [m.end() for m in _CLAUSE.finditer(text, 0, at)]
+    following = _CLAUSE.search(text, at)
+    return (starts[-1] if starts else 0), (following.start() if following else len(text))
+
+
+def _clause_text(text: str, at: int) -> str:
+    start, end = _clause_span(text, at)
+    return text[start:end]
+
+
 def _clause_words(text: str, at: int, content: Sequence[tuple[int, str]]) -> frozenset[str]:
     """The content words of the clause around position `at`, stemmed."""
-    starts = [m.end() for m in _CLAUSE.finditer(text, 0, at)]
-    start = starts[-1] if starts else 0
-    following = _CLAUSE.search(text, at)
-    end = following.start() if following else len(text)
+    start, end = _clause_span(text, at)
     return frozenset(_stem(word) for position, word in content if start <= position < end)
 
 
@@ -426,6 +444,7 @@ def claim_of(text: str) -> Claim | None:
     values: dict[str, set[str]] = {}
     qualifiers: set[str] = set()
     clauses: dict[str, frozenset[str]] = {}
+    staying: set[str] = set()
     # A cloud region is where something is ("the eu-west-1 replica is db-7"), unless it is
     # all the sentence states ("The new cluster goes to ca-central-1"): then it is the value.
     opening = _opening(text)
@@ -458,6 +477,8 @@ def claim_of(text: str) -> Claim | None:
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
         clauses[value.lower()] = _clause_words(text, start, content)
+        if _STAYS.search(_clause_text(text, start)):
+            staying.add(value.lower())
         near.update(before, after)
         # "Max 40 concurrent exports": a bound is next to the figure, the subject after it
         bounds = [word for position, word in content if word not in _QUANTIFIERS]
@@ -481,9 +502,12 @@ def claim_of(text: str) -> Claim | None:
         )
     if not values or not near:
         return None
-    if opening & values.get("person", set()) and not (len(values) == 1 and _NAMED_IS.match(text)):
+    if opening & values.get("person", set()) and not (
+        len(values) == 1 and len(values["person"]) > 1 and _NAMED_IS.match(text)
+    ):
         # "Decided to ...", "Look up ...": capitalized by the sentence, not by being a name
-        # (unless names are all the sentence states and "is" follows: "Zofia is our DBA").
+        # (unless it opens a list of names and "is" follows: "Ana is on call, Ben next week";
+        # alone, "Ana is reviewing PR 112" and "Ben is reviewing PR 118" would be one subject).
         values["person"] -= opening
         values = {kind: found for kind, found in values.items() if found}
         if not values:
@@ -515,6 +539,7 @@ def claim_of(text: str) -> Claim | None:
         changes,
         clauses,
         defines,
+        frozenset(staying),
     )
 
 
@@ -538,7 +563,7 @@ def retired_by(
     # strict: two shared words, or all the words of the briefer one ("Backups now go to X")
     if len(shared) < (min(2, fewest) if strict else 1) or len(shared) * 3 < fewest:
         return frozenset()
-    current = new.all_values() - _named_aside(new, old, shared, types)
+    current = new.all_values() - _named_aside(new, old)
     subject = shared - {_stem(w) for v in old.all_values() for w in _TOKEN.findall(v)}
     retired: set[str] = set()
     for kind in types:
@@ -554,22 +579,21 @@ def retired_by(
     return frozenset(retired)
 
 
-def _named_aside(
-    new: Claim, old: Claim, shared: frozenset[str], types: Iterable[str]
-) -> frozenset[str]:
+def _named_aside(new: Claim, old: Claim) -> frozenset[str]:
     """The old values `new` names in a clause of their own, beside another value of their
     type in the clause about the subject: "OpenSearch kept falling over, so product search
     is on Typesense now" says what replaced OpenSearch; "Ana is on call this week, Ben
     next week" keeps Ana on call (her clause names the subject)."""
     aside: set[str] = set()
-    for kind in types:
+    shared = new.near & old.near
+    for kind in set(new.values) & set(old.values):
         repeated = new.values[kind] & old.values[kind]
         # the subject's words, not the values' own ("Amazon SQS" is no subject word)
         subject = shared - {_stem(w) for v in new.values[kind] for w in _TOKEN.findall(v)}
         clauses = {v: new.clauses.get(v, frozenset()) & subject for v in new.values[kind]}
         about = {v for v in new.values[kind] - repeated if clauses[v]}
-        if about:
-            aside.update(v for v in repeated if not clauses[v])
+        if about:  # "..., but 300 s stays for the CDN" still holds
+            aside.update(v for v in repeated if not clauses[v] and v not in new.staying)
     return frozenset(aside)
 
 
@@ -608,7 +632,8 @@ def without_replaced(text: str, replaced: Iterable[str]) -> str:
     ]
     if len(kept) == len(pieces) or not any(values_in(piece) for piece in kept):
         return body
-    joined = _LEADING_JOIN.sub("", "".join(kept).strip()).rstrip(" ,;:-")
+    joined = _LEADING_JOIN.sub("", re.sub(r"\s+", " ", " ".join(kept)).strip())
+    joined = _TRAILING_JOIN.sub("", joined)
     return joined[:1].upper() + joined[1:]
 
 
@@ -707,8 +732,10 @@ def _settle_claim(
         # October; 16 October was too tight"); whether it is retired, retired_by decides.
         changes = (
             claim.changes
-            or bool(claim.all_values() & previous.all_values())
-            or (claim.defines and previous.defines)  # "Budget: 2,000", then "budget is 8,600"
+            or bool(_named_aside(claim, previous))
+            # "Budget: 2,000 USD", then "budget is 8,600 USD" (not "Connect timeout: 5 s"
+            # after "Request timeout: 30 s": another label)
+            or (claim.defines and previous.defines and previous.near <= claim.near)
         )
         if that.listed and not changes:
             continue  # "ask Aiko to review" after "ask Tomasz to review": both stand
@@ -716,7 +743,9 @@ def _settle_claim(
         # "below 0.33%") adds a figure unless it says something changed; another choice
         # ("use Vespa" after "use Typesense") replaces it.
         skip = _QUANTITIES if that.chosen and not changes else frozenset()
-        gone = retired_by(claim, previous, strict=this.strict, skip=skip)
+        # a value read from a tool output is replaced only by a statement that shares two of
+        # its key's words ("Grafana's host is mon-02" is not about `database.host`)
+        gone = retired_by(claim, previous, strict=this.strict or bool(that.subject), skip=skip)
         if gone and not _progress(that.text or "", this.text or ""):
             replace(old, new, gone)
 

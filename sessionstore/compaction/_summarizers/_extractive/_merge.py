@@ -35,7 +35,6 @@ from ._rules import (
     LEDGER_SEPARATOR,
     NAME,
     RATIONALE,
-    SO_CONSEQUENCE,
     WORD,
     clip,
     sentences,
@@ -110,14 +109,10 @@ def _ledger(ledger: str, was: Sequence[str], retired: frozenset[str]) -> str:
 def _claimed(fact: Fact) -> str:
     """What a fact claims: its main clause, not its reason ("the express courier, since it
     costs 61% less" states what "the express courier, as it costs 42% less" did; "Debezium
-    choked on the blobs, so the copy runs on Maxwell" states where the copy runs)."""
+    choked on the blobs, so the copy runs on Maxwell" is claimed whole: reason and outcome)."""
     text = fact.body()
     if fact.kind == "state":
         return text
-    consequence = SO_CONSEQUENCE.search(text)
-    if consequence:  # "Debezium choked, so the copy runs on Maxwell": what follows, if it claims
-        after = text[consequence.end() :]
-        text = after if claim_of(after) is not None else text[: consequence.start()]
     reason = RATIONALE.search(text) or AS_REASON.search(text)
     return text[: reason.start()] if reason else text
 

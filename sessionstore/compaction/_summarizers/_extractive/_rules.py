@@ -62,12 +62,6 @@ _CONSTRAINT = re.compile(
 
 
 AS_REASON = re.compile(r"[,;]\s+(?:as|since|weil|da|porque|ya que|pues)\b", re.IGNORECASE)
-# The other way round: the reason first, then what follows from it ("Debezium choked on the
-# blobs, so the copy runs on Maxwell").
-SO_CONSEQUENCE = re.compile(
-    r"[,;]\s+(?:so|therefore|hence|daher|deshalb|also|así que|por eso|por lo tanto)\s",
-    re.IGNORECASE,
-)
 
 
 RATIONALE = re.compile(r"\b(?:because|since|so that|given that|due to|instead of|rationale)\b", _I)
