@@ -344,20 +344,16 @@ def _verbs_after_names(text: str, spans: Sequence[tuple[int, int, str, str]]) ->
 
 
 def _clause_span(text: str, at: int) -> tuple[int, int]:
+    """Where the clause around position `at` starts and ends."""
     starts = [m.end() for m in _CLAUSE.finditer(text, 0, at)]
     following = _CLAUSE.search(text, at)
     return (starts[-1] if starts else 0), (following.start() if following else len(text))
 
 
-def _clause_text(text: str, at: int) -> str:
-    start, end = _clause_span(text, at)
-    return text[start:end]
-
-
-def _clause_words(text: str, at: int, content: Sequence[tuple[int, str]]) -> frozenset[str]:
-    """The content words of the clause around position `at`, stemmed."""
-    start, end = _clause_span(text, at)
-    return frozenset(_stem(word) for position, word in content if start <= position < end)
+def _ends_its_clause(text: str, end: int, content: Sequence[tuple[int, str]]) -> bool:
+    """No content word follows position `end` in its clause ("budget is 8,600 USD.")."""
+    clause_end = _clause_span(text, end)[1]
+    return not any(end <= position < clause_end for position, _ in content)
 
 
 def _label(text: str, at: int, content: Sequence[tuple[int, str]]) -> list[str]:
@@ -366,8 +362,7 @@ def _label(text: str, at: int, content: Sequence[tuple[int, str]]) -> list[str]:
     colon = _LABEL_END.search(text, 0, at)
     if colon is None:
         return []
-    starts = [m.end() for m in _CLAUSE.finditer(text, 0, colon.start())]
-    start = starts[-1] if starts else 0
+    start = _clause_span(text, colon.start())[0]
     return [word for position, word in content if start <= position < colon.start()]
 
 
@@ -382,10 +377,11 @@ def keyed_claim(text: str) -> Claim | None:
     """The claim of a value read from a tool output, by its structure rather than as prose:
     its key (and the file or table it came from) is the subject, the value after it the
     value; a row's columns name its values ("owner alice": alice is the owner)."""
-    found = _KEYED.match(strip_was(text))
+    text = strip_was(text)
+    found = _KEYED.match(text)
     if found is None:
         return None
-    rest = strip_was(text)[found.end() :]
+    rest = text[found.end() :]
     source = _key_words(found["source"].rsplit("/", 1)[-1])
     key = _key_words(found["key"] or found["row"])
     if not key:
@@ -476,15 +472,17 @@ def claim_of(text: str) -> Claim | None:
             head.update(parts)
         before = [word for position, word in content if position < start][-_NEAR_BEFORE:]
         after = [word for position, word in content if position >= end][:_NEAR_AFTER]
-        clauses[value.lower()] = _clause_words(text, start, content)
-        if _STAYS.search(_clause_text(text, start)):
+        clause_start, clause_end = _clause_span(text, start)
+        clauses[value.lower()] = frozenset(
+            _stem(word) for position, word in content if clause_start <= position < clause_end
+        )
+        if _STAYS.search(text, clause_start, clause_end):
             staying.add(value.lower())
         near.update(before, after)
         # "Max 40 concurrent exports": a bound is next to the figure, the subject after it
-        bounds = [word for position, word in content if word not in _QUANTIFIERS]
         head.update(
-            [word for word in before if word in bounds][-_HEAD_BEFORE:],
-            [word for word in after if word in bounds][:_HEAD_AFTER],
+            [word for word in before if word not in _QUANTIFIERS][-_HEAD_BEFORE:],
+            [word for word in after if word not in _QUANTIFIERS][:_HEAD_AFTER],
         )
         head.update(_label(text, start, content))
     near.update(piece for word in list(near) for piece in _pieces(word))  # "on-call": "call"
@@ -526,7 +524,7 @@ def claim_of(text: str) -> Claim | None:
     defines = any(
         value.lower() not in former
         and _DEFINED.search(text[:start])
-        and not _clause_words(text, end, [(p, w) for p, w in content if p >= end])
+        and _ends_its_clause(text, end, content)
         for start, end, kind, value in spans
         if kind not in _NOT_STATES and kind != "qualifier"
     )  # "budget is 8,600 USD": the value ends its clause ("...: 5x fewer pages" describes)
