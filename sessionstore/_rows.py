@@ -10,7 +10,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
@@ -181,12 +181,3 @@ class Batch:
             "tokens": sum(self.counts),
             "encoding": self.encoding,
         }
-
-
-def as_utc(moment: datetime) -> datetime:
-    """`moment` with UTC as its zone when it has none; an aware one as it is.
-
-    SQLite hands stored times back without their offset, and the CLI reads a time typed
-    without one the same way.
-    """
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

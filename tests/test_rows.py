@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 
 from sessionstore import CorruptRowError, SessionStore
 from sessionstore import _rows as rows_module
-from sessionstore._rows import as_utc, decode_payloads
+from sessionstore._rows import decode_payloads
 from tests.support.histories import user
 
 _items = st.lists(
@@ -66,14 +65,3 @@ async def test_a_forged_two_value_row_does_not_shift_the_next_rows_item(sqlite_u
         with pytest.raises(CorruptRowError, match="Extra data") as raised:
             await store.history("s")  # the forged row fails; "three" is never "INJECTED"
         assert "INJECTED" not in str(raised.value) and "sessionstore verify" in str(raised.value)
-
-
-def test_a_naive_time_gets_utc_and_keeps_its_wall_clock() -> None:
-    naive = datetime(2026, 11, 26, 8, 30)
-    assert as_utc(naive) == datetime(2026, 11, 26, 8, 30, tzinfo=UTC)
-    assert as_utc(naive).tzinfo is UTC
-
-
-def test_an_aware_time_is_returned_as_it_is() -> None:
-    paris = datetime(2026, 11, 26, 9, 30, tzinfo=timezone(timedelta(hours=1)))
-    assert as_utc(paris) is paris

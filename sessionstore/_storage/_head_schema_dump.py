@@ -25,9 +25,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 
 from ._database import open_database
-from ._head_schema import SEPARATOR, HeadSchema, head_sql_path, migrations_digest, render
-from ._migrations import chain_head_revision, run_chain, script_location, upgrade_through_chain
+from ._head_file import SEPARATOR, HeadSchema, head_sql_path, migrations_digest, render
+from ._migrations import run_chain, upgrade_through_chain
 from ._postgres._url import asyncpg_dsn
+from ._revisions import chain_head_revision, script_location
 from ._urls import resolve_url
 
 _SQLITE_ORDER: Final = ("table", "index", "view", "trigger")

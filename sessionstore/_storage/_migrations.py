@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -27,67 +25,16 @@ from .._loops import KeyedLocks
 from .._schema import VIEWS, metadata
 from ._append_only import maintenance
 from ._database import Database
-from ._head_schema import create_at_head, head_schema, is_empty
+from ._head_file import head_schema
+from ._head_schema import create_at_head, is_empty
 from ._outcomes import DEFAULT_TIMEOUT_S
 from ._postgres._citus import distribute, has_citus, is_distributed
+from ._revisions import alembic_config, head_revision, known_revisions, script_location
 
-if TYPE_CHECKING:  # Alembic loads only when a migration or revision lookup needs it
-    from alembic.config import Config
-
-_PACKAGE_DIR: Final = Path(__file__).resolve().parent.parent  # sessionstore/
 _MIGRATION_LOCKS: Final = KeyedLocks("the schema migration of")
 # Any constant would do: it only has to be the same in every process migrating this database.
 _PG_MIGRATION_KEY: Final = 0x5E55_1015
 _RETRY_PAUSE_S: Final = 0.05
-
-
-def script_location() -> Path:
-    """The migrations folder: packaged in the wheel, or the repository's own."""
-    for candidate in (_PACKAGE_DIR / "_migrations", _PACKAGE_DIR.parent / "migrations"):
-        if (candidate / "env.py").is_file():
-            return candidate
-    raise FileNotFoundError(
-        "sessionstore migrations are missing from this installation; reinstall the package"
-    )
-
-
-def alembic_config(url: str | None = None) -> Config:
-    """An Alembic Config pointing at sessionstore's migrations (and `url`, if given)."""
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", str(script_location()))
-    if url is not None:
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    return config
-
-
-@cache
-def head_revision() -> str:
-    """The newest revision this code knows: the head schema's, while it was generated from
-    these very migration scripts (no need to load Alembic and every script for it), else
-    read from the scripts."""
-    fresh = head_schema("sqlite", script_location() / "versions")
-    return fresh.revision if fresh is not None else chain_head_revision()
-
-
-@cache
-def chain_head_revision() -> str:
-    """The newest revision of the migration scripts, as Alembic reads them."""
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None, "sessionstore ships at least one migration"
-    return head
-
-
-@cache
-def known_revisions() -> frozenset[str]:
-    """Every revision this code ships (a database at another one is from a newer release)."""
-    from alembic.script import ScriptDirectory
-
-    script = ScriptDirectory.from_config(alembic_config())
-    return frozenset(rev.revision for rev in script.walk_revisions())
 
 
 def _current(connection: Connection) -> str | None:

@@ -7,14 +7,15 @@ each one refuses the same typos with the same message.
 from __future__ import annotations
 
 import os
-from typing import Final
-
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from .._errors import (
     UnsupportedURLError,
 )
+
+if TYPE_CHECKING:  # SQLAlchemy loads when a URL is parsed, not to read a plain file's path
+    from sqlalchemy.engine import URL
 
 DEFAULT_URL: Final = "sqlite:///sessionstore.db"
 URL_ENV: Final = "SESSIONSTORE_URL"
@@ -31,9 +32,30 @@ _SUPPORTED: Final = (
 )
 
 
+def _from_environment() -> str:
+    """$SESSIONSTORE_URL, else the default: the URL when none was given."""
+    return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+def plain_sqlite_file(url: str | None = None) -> Path | None:
+    """The file a plain SQLite URL names (`sqlite:///file.db`, `sqlite:////abs/file.db`: no
+    query, escape or in-memory name), read without SQLAlchemy; None for any other URL,
+    which only resolve_url reads (and refuses with its message when it is wrong)."""
+    raw = url if url is not None else _from_environment()
+    scheme, slashes, database = raw.partition(":///")
+    if not slashes or scheme not in _SQLITE_DRIVERS or not database:
+        return None
+    if any(mark in database for mark in "?%#") or database.startswith(":"):
+        return None
+    return Path(database)
+
+
 def resolve_url(url: str | URL | None = None) -> URL:
     """Pick the URL (argument, then $SESSIONSTORE_URL, then ./sessionstore.db), normalized."""
-    raw = url if url is not None else os.environ.get(URL_ENV) or DEFAULT_URL
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    raw = url if url is not None else _from_environment()
     try:
         parsed = make_url(raw)
     except ArgumentError:

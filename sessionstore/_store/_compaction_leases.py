@@ -23,11 +23,11 @@ from sqlalchemy.engine import Connection
 
 from .._errors import SealedDataError
 from .._events import Event
-from .._rows import as_utc
 from .._schema import compaction_leases as leases
 from .._schema import events
 from .._security._payload_sealing import SessionKeys, open_text, seal_text
 from .._storage._row_sql import SESSION_ROW, lock_session
+from .._times import as_utc
 from ._context_replacement import CompactionResult, CompactionWrite, CountItem, tx_commit_compaction
 
 Outcome = Literal["granted", "held", "ready", "no_session"]

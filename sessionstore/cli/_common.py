@@ -14,7 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, TextIO, cast
 
-import sqlalchemy as sa
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -36,13 +35,11 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
-from .._rows import as_utc
-from .._storage._driver_errors import is_postgres_error
-from .._storage._urls import resolve_url
-from .._store import SessionStore
+from .._times import as_utc
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded when a command opens a store: `sessions list` may never need them
     from .._config import SessionStoreConfig
+    from .._store import SessionStore
 
 from ._exit_codes import EXIT_FAILED, EXIT_USAGE
 from ._text import json_text, shown, visible
@@ -245,6 +242,8 @@ ConfigOption = Annotated[
 
 def shown_url(url: str | None) -> str:
     """The URL as it may be printed (password masked)."""
+    from .._storage._urls import resolve_url
+
     return resolve_url(url).render_as_string(hide_password=True)
 
 
@@ -279,6 +278,8 @@ def open_store(
     the path (never a new empty database), an old schema is refused (never migrated).
     `create_tables` overrides the default (and the config's `store.create_tables`).
     """
+    from .._store import SessionStore
+
     settings = load_settings(url, config)
     if settings is None:
         return SessionStore(url, read_only=read_only, create_tables=create_tables)
@@ -293,10 +294,12 @@ def open_store(
 async def record_audit(url: str | None, config: Path | None, events: Sequence[Event]) -> None:
     """Record audit events (e.g. --no-redact) where the database allows it; a read never
     fails for its audit trail (a read-only file, a replica): it says so on stderr instead."""
+    from sqlalchemy.exc import DBAPIError
+
     try:
         async with open_store(url, config, create_tables=False) as store:
             await store.record_events(events)
-    except (SessionStoreError, OSError, sqlite3.Error, sa.exc.DBAPIError) as error:
+    except (SessionStoreError, OSError, sqlite3.Error, DBAPIError) as error:
         err_console.print(
             shown(f"note: the audit event was not recorded ({_first_line(error)})", "yellow")
         )
@@ -366,17 +369,23 @@ ERROR_OUTCOMES: Final[Mapping[type[BaseException], ErrorOutcome]] = {
     EncodingUnavailableError: ErrorOutcome("tokenizer unavailable", EXIT_FAILED),
     OSError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
     sqlite3.Error: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
-    sa.exc.DBAPIError: ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT),
 }
+_DRIVER_FAILED: Final = ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT)
 
 
 def outcome_of(error: BaseException) -> ErrorOutcome | None:
     """The entry of the error's nearest class in ERROR_OUTCOMES, or None (a bug: re-raise).
-    asyncpg's own errors count as an unreachable database; they can only exist once a
-    PostgreSQL command loaded asyncpg, which a SQLite command never does."""
+    A driver's own error (SQLAlchemy's, asyncpg's) counts as an unreachable database; one
+    can only exist once a command loaded SQLAlchemy, which `sessions list` on a SQLite
+    file never does, so the check costs it nothing."""
     found = next((ERROR_OUTCOMES[c] for c in type(error).__mro__ if c in ERROR_OUTCOMES), None)
-    if found is None and is_postgres_error(error):
-        return ErrorOutcome("database unavailable", EXIT_FAILED, _UNREACHABLE_HINT)
+    if found is None and "sqlalchemy" in sys.modules:
+        from sqlalchemy.exc import DBAPIError
+
+        from .._storage._driver_errors import is_postgres_error
+
+        if isinstance(error, DBAPIError) or is_postgres_error(error):
+            return _DRIVER_FAILED
     return found
 
 

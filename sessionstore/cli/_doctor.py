@@ -19,7 +19,8 @@ from .._errors import ConfigError, DatabaseNotFoundError, SessionStoreError
 from .._jobs._key_rotation import key_usage, plain_archives
 from .._jobs._sdk_first_access import SdkTablesStatus, sdk_tables_status
 from .._storage._database import open_database
-from .._storage._migrations import current_revision, head_revision, known_revisions
+from .._storage._migrations import current_revision
+from .._storage._revisions import head_revision, known_revisions
 from .._storage._urls import resolve_url
 from .._store import SessionStore
 from .._tokens import estimator_for_model

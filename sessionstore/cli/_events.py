@@ -20,9 +20,9 @@ import typer
 from rich.text import Text
 
 from .._redaction import Redactor
-from .._rows import as_utc
 from .._schema import events as events_table
 from .._store import SessionStore
+from .._times import as_utc
 from ._common import ConfigOption, UrlOption, console, err_console, iso_utc, open_store
 from ._output import (
     CsvFlag,

@@ -10,7 +10,8 @@ the table against the commands' own help, so the two cannot drift apart.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Final, NamedTuple
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final, NamedTuple
 
 import typer
 from typer.core import TyperGroup
@@ -48,7 +49,7 @@ COMMANDS: Final[dict[str, Entry]] = {
         "._keys", "keys_app", "Archive encryption keys: generate, status, rotate, retire."
     ),
     "sessions": Entry(
-        "._sessions_bulk", "sessions_app", "List, show, export, import and delete sessions."
+        "._sessions_group", "sessions_app", "List, show, export, import and delete sessions."
     ),
     "events": Entry(
         "._events",
@@ -86,9 +87,39 @@ COMMANDS: Final[dict[str, Entry]] = {
 }
 
 
-def load_command(name: str) -> Any:
-    """The click command `name` stands for, built from its module (imported now)."""
-    entry = COMMANDS[name]
+# `sessions`' own commands, loaded the same way: `sessions list` imports no SQLAlchemy.
+SESSIONS_COMMANDS: Final[dict[str, Entry]] = {
+    "list": Entry("._sessions_list", "list_", "Sessions, most recently updated first."),
+    "show": Entry(
+        "._sessions",
+        "show",
+        "The rows of a session: seq, kind, role/type, agent, tool, tokens and its text",
+    ),
+    "rewind": Entry(
+        "._sessions",
+        "rewind",
+        "Make the active context what it was at a point of the session's history.",
+    ),
+    "fork": Entry(
+        "._sessions",
+        "fork",
+        "Start a new session as a branch of another at a point of its history.",
+    ),
+    "export": Entry(
+        "._sessions_bulk", "export", "JSON lines: one session's active context as the model sees it"
+    ),
+    "delete": Entry("._sessions_bulk", "delete", "Delete sessions: their rows and events"),
+    "import": Entry(
+        "._sessions_bulk",
+        "import_export",
+        "Import sessions from a `sessions export` file, items in order, into this store.",
+    ),
+}
+
+
+def load_command(name: str, table: Mapping[str, Entry] = COMMANDS) -> Any:
+    """The click command `name` of `table` stands for, built from its module (imported now)."""
+    entry = table[name]
     target = getattr(importlib.import_module(entry.module, __package__), entry.attribute)
     if not isinstance(target, typer.Typer):  # a function: a Typer of that one command
         single = typer.Typer(add_completion=False, **CLI_SETTINGS)
@@ -102,18 +133,26 @@ def load_command(name: str) -> Any:
 class LazyGroup(TyperGroup):
     """A Typer group whose subcommands load on first use (see the module's docstring)."""
 
+    table: ClassVar[Mapping[str, Entry]] = COMMANDS
+
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
+        return list(self.table)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        return load_command(cmd_name) if cmd_name in COMMANDS else None
+        return load_command(cmd_name, self.table) if cmd_name in self.table else None
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The commands and their lines from the table: help imports no command."""
-        rows = [(name, entry.summary) for name, entry in COMMANDS.items()]
+        rows = [(name, entry.summary) for name, entry in self.table.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
 
 class RootGroup(GuardedGroup, LazyGroup):
     """The `sessionstore` group: commands loaded on use, errors mapped as everywhere."""
+
+
+class SessionsGroup(LazyGroup):
+    """The `sessions` group: its commands loaded on use (errors mapped by the root's)."""
+
+    table = SESSIONS_COMMANDS

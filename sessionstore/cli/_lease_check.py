@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .._rows import as_utc
 from .._schema import compaction_leases
+from .._times import as_utc
 
 
 def lease_rows(conn: Connection) -> list[tuple[str, str, datetime]]:

@@ -14,10 +14,9 @@ from .._storage._migrations import (
     create_query_role,
     current_revision,
     distribute_tables,
-    head_revision,
-    known_revisions,
     upgrade,
 )
+from .._storage._revisions import head_revision, known_revisions
 from .._storage._urls import resolve_url
 from ._common import ConfigOption, UrlOption, console, shown_url, target_url
 from ._text import shown

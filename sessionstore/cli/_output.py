@@ -18,16 +18,19 @@ import io
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import sqlalchemy as sa
 import typer
 from rich.table import Table
-from sqlalchemy.engine import Connection
 
-from .._store import SessionStore
 from ._common import console, err_console, is_terminal, iso_utc
 from ._text import json_text, shown, visible
+
+if TYPE_CHECKING:  # a listing may be printed without opening a store (`sessions list`)
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Connection
+
+    from .._store import SessionStore
 
 FORMATS: Final = ("table", "json", "nl", "csv", "tsv")
 
@@ -129,6 +132,7 @@ def note_cut(shown_count: int, total: int | None, what: str, option: str = "--li
 
 async def count_rows(store: SessionStore, table: sa.Table, *where: Any) -> int:
     """How many rows of `table` match `where` (for the note of a cut list)."""
+    import sqlalchemy as sa  # loaded already: the store is open
 
     def count(conn: Connection) -> int:
         query = sa.select(sa.func.count()).select_from(table)

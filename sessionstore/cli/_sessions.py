@@ -1,4 +1,4 @@
-"""`sessionstore sessions`: list, show, export, rewind and delete sessions.
+"""`sessionstore sessions show`, `rewind`, `fork`, and export and delete of one session.
 
 What is printed is the stored data: redacted unless --no-redact, never read as markup,
 and, on a pipe, neither wrapped nor cut. Only `rewind` and `delete` write.
@@ -21,7 +21,6 @@ from .._items import text_of
 from .._opaque import is_opaque, opaque_view
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
-from .._schema import sessions as sessions_table
 from .._store import SessionStore
 from ..compaction._summarizers._provider_marker import Bindings, bindings_of
 from ._call_masking import CallMasking, call_masking
@@ -37,21 +36,17 @@ from ._common import (
     record_audit,
 )
 from ._exit_codes import EXIT_FAILED
-from ._guard import command_group
 from ._output import (
     CsvFlag,
     JsonFlag,
     NlFlag,
     TsvFlag,
     chosen_format,
-    count_rows,
     emit_records,
-    note_cut,
 )
 from ._points import parse_point
 from ._text import json_text, shown
 
-sessions_app = command_group(help="List, show, export, import and delete sessions.")
 JsonOption = JsonFlag  # what `verify` imports
 HistoryOption = Annotated[
     bool, typer.Option("--history", help="Every row ever written, not just the active context.")
@@ -80,69 +75,6 @@ async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
         )
         raise typer.Exit(EXIT_FAILED)
     return info
-
-
-_LIST_COLUMNS: Final = (
-    "session_id",
-    "items",
-    "tokens",
-    "last_seq",
-    "compactions",
-    "updated_at",
-    "branch_of",
-)
-
-
-def _info_dict(info: SessionInfo) -> dict[str, Any]:
-    return {
-        "session_id": info.session_id,
-        "items": info.context_items,
-        "tokens": info.context_tokens,
-        "last_seq": info.last_seq,
-        "compactions": info.compaction_count,
-        "updated_at": iso_utc(info.updated_at),
-        "branch_of": None
-        if info.parent_session_id is None
-        else f"{info.parent_session_id} @ seq {info.fork_seq}",
-    }
-
-
-@sessions_app.command("list")
-def list_(
-    url: UrlOption = None,
-    config: ConfigOption = None,
-    limit: Annotated[
-        int,
-        typer.Option(min=1, max=1_000_000, help="At most this many sessions.", show_default=True),
-    ] = 100,
-    as_json: JsonFlag = False,
-    as_nl: NlFlag = False,
-    as_csv: CsvFlag = False,
-    as_tsv: TsvFlag = False,
-) -> None:
-    """Sessions, most recently updated first."""
-    fmt = chosen_format(as_json, as_nl, as_csv, as_tsv)
-
-    async def go() -> tuple[list[SessionInfo], int | None]:
-        async with open_store(url, config, read_only=True) as store:
-            found = await store.list_sessions(limit=limit + 1)
-            total = await count_rows(store, sessions_table) if len(found) > limit else None
-            return found[:limit], total
-
-    infos, total = asyncio.run(go())
-    rows = [_info_dict(info) for info in infos]
-
-    def table() -> Table:
-        drawn = Table(title=f"Sessions ({len(rows)})")
-        for column in _LIST_COLUMNS:
-            drawn.add_column(column, justify="right" if column in ("items", "tokens") else "left")
-        for row in rows:
-            drawn.add_row(*(shown("" if value is None else value) for value in row.values()))
-        return drawn
-
-    emit_records(rows, fmt, table, columns=_LIST_COLUMNS)
-    if total is not None:
-        note_cut(len(rows), total, "sessions")
 
 
 def _in_range(row: StoredRow, seqs: str | None) -> bool:
@@ -291,7 +223,6 @@ def _window(rows: list[StoredRow], seqs: str | None, limit: int | None, tail: in
     return chosen
 
 
-@sessions_app.command()
 def show(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     url: UrlOption = None,
@@ -471,7 +402,6 @@ def export(
         err_console.print(shown(f"wrote {len(lines)} line(s) to {output}"))
 
 
-@sessions_app.command()
 def rewind(
     session_id: Annotated[str, typer.Argument(help="The session.")],
     to: Annotated[
@@ -516,7 +446,6 @@ def rewind(
     )
 
 
-@sessions_app.command()
 def fork(
     session_id: Annotated[str, typer.Argument(help="The session to branch from.")],
     to: Annotated[str, typer.Option("--to", help="The new branch's session id.")],

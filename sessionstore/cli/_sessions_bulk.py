@@ -29,12 +29,12 @@ from ._bulk import STDIN, AllOption, IdsArgument, Selection, WhereOption, resolv
 from ._common import ConfigOption, RedactOption, UrlOption, err_console, open_store, record_audit
 from ._exit_codes import EXIT_FAILED
 from ._progress import progress_bar
-from ._sessions import AsOfOption, HistoryOption, _shown_item, sessions_app
+from ._sessions import AsOfOption, HistoryOption, _shown_item
 from ._sessions import delete as delete_one
 from ._sessions import export as export_one
 from ._text import json_text, shown, visible
 
-__all__ = ["delete", "export", "import_export", "sessions_app"]
+__all__ = ["delete", "export", "import_export"]
 
 _BATCH: Final = 500  # items appended per transaction by `sessions import`
 _NAMED: Final = 20  # ids the delete prompt names before "and N more"
@@ -328,10 +328,3 @@ def _record(line: str, number: int) -> dict[str, Any]:
             param_hint="FILE",
         )
     return dict(record)
-
-
-# Importing this module completes `sessions`: export and delete of one session or many, and
-# import of a many-session export (the root loads `sessions_app` from here).
-sessions_app.command("export")(export)
-sessions_app.command("delete")(delete)
-sessions_app.command("import")(import_export)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .._history._model_calls import USAGE_GROUPS
-from .._rows import as_utc
+from .._times import as_utc
 from ._common import ConfigOption, UrlOption, open_store
 from ._output import CsvFlag, JsonFlag, NlFlag, TsvFlag, chosen_format, emit_records
 from ._text import shown

@@ -22,7 +22,7 @@ from sessionstore._jobs._key_rotation import check_retirable, key_usage, rotate_
 from sessionstore._schema import archives, compactions, events, sessions
 from sessionstore._security._crypto import Keyring, LocalKey
 from sessionstore._storage._database import open_database
-from sessionstore._storage._migrations import head_revision
+from sessionstore._storage._revisions import head_revision
 from sessionstore._storage._urls import resolve_url
 from sessionstore.archive import read_archives
 from tests.support.archives import compacted, raw_archive, update_archive

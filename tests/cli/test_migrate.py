@@ -9,7 +9,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from sessionstore._storage._database import open_database
-from sessionstore._storage._migrations import current_revision, head_revision
+from sessionstore._storage._migrations import current_revision
+from sessionstore._storage._revisions import head_revision
 from sessionstore._storage._urls import resolve_url
 from tests.support.cli import assert_refused, db_state, mentions, run
 

@@ -1,4 +1,4 @@
-"""`sessionstore sessions list|show|export`."""
+"""`sessionstore sessions show|export` (list: test_sessions_list.py)."""
 
 from __future__ import annotations
 
@@ -13,21 +13,6 @@ import pytest
 
 from sessionstore import HistoryPoint, SessionStore
 from tests.support.cli import EXTRA_PATTERN, NO_KEYS, SECRET, assert_refused, db_state, run
-
-
-def test_list_reports_every_session(seeded: str) -> None:
-    listed = json.loads(run("sessions", "list", "--url", seeded, "--json").stdout)
-    by_id = {row["session_id"]: row for row in listed}
-    assert set(by_id) == {"work", "other"}
-    assert by_id["work"]["compactions"] == 1 and by_id["other"]["items"] == 1
-    table = run("sessions", "list", "--url", seeded, env={"SESSIONSTORE_TERMINAL": "1"})
-    assert table.exit_code == 0 and "Sessions (2)" in table.output  # drawn on a terminal
-    piped = run("sessions", "list", "--url", seeded)  # into a pipe: a header, a line each
-    assert piped.stdout.splitlines()[0].split("\t")[0] == "session_id"
-    assert sorted(line.split("\t")[0] for line in piped.stdout.splitlines()[1:]) == [
-        "other",
-        "work",
-    ]
 
 
 def test_export_is_redacted_unless_asked(seeded: str, tmp_path: Path) -> None:
@@ -67,11 +52,6 @@ def test_an_unknown_session_is_reported_and_nothing_is_recorded(
     assert_refused(result, 1, "no session 'nope'", "sessionstore sessions list")
     assert db_state(seeded) == before
     assert not (tmp_path / "out.jsonl").exists()
-
-
-@pytest.mark.parametrize("limit", ["0", "-1", "1000001", "ten"])
-def test_list_refuses_a_bad_limit(seeded: str, limit: str) -> None:
-    assert_refused(run("sessions", "list", "--url", seeded, "--limit", limit), 2, "'--limit'")
 
 
 def test_export_to_an_unwritable_path_says_so(seeded: str, tmp_path: Path) -> None:

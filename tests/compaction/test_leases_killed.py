@@ -16,8 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from sessionstore import SessionStore
-from sessionstore._rows import as_utc
 from sessionstore._schema import compaction_leases, events
+from sessionstore._times import as_utc
 from tests.support.background import SlowSummarizer, background_manager, fill_between, prepare
 from tests.support.background_worker import HOLDING
 from tests.support.histories import user

@@ -28,7 +28,7 @@ from sessionstore import (
 from sessionstore._schema import archives, messages, sessions
 from sessionstore._security._archive_codec import encode_archive
 from sessionstore._security._chain import PUBLIC_KEY, genesis, link, payload_digest
-from sessionstore._storage._migrations import head_revision
+from sessionstore._storage._revisions import head_revision
 from sessionstore.archive import read_archives
 from sessionstore.compaction import CompactionConfig, CompactionManager, CompactionPolicy
 from tests.support.archives import compacted, raw_archive

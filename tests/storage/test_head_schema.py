@@ -19,18 +19,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sessionstore import SessionStore
-from sessionstore._storage._head_schema import head_schema, head_sql_path, migrations_digest, parse
+from sessionstore._storage._head_file import head_schema, head_sql_path, migrations_digest, parse
 from sessionstore._storage._head_schema_dump import (
     postgresql_head,
     scratch_pg_database,
     sqlite_head,
 )
-from sessionstore._storage._migrations import (
-    chain_head_revision,
-    created_at_head,
-    head_revision,
-    script_location,
-)
+from sessionstore._storage._migrations import created_at_head
+from sessionstore._storage._revisions import chain_head_revision, head_revision, script_location
 from tests.conftest import BACKENDS
 from tests.support.database import migrate_to, read_as_it_is, write_as_it_is
 from tests.support.schema_catalog import catalog, contents, schema_diff

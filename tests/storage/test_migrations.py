@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 from sessionstore import SchemaMissingError, SchemaTooNewError, SessionStore, StoreTimeoutError
 from sessionstore._schema import ROW_KINDS, metadata
 from sessionstore._storage._database import open_database
-from sessionstore._storage._migrations import current_revision, downgrade, head_revision, upgrade
+from sessionstore._storage._migrations import current_revision, downgrade, upgrade
+from sessionstore._storage._revisions import head_revision
 from sessionstore._storage._urls import resolve_url
 from tests.support.database import migrate_to, read_as_it_is, write_as_it_is
 from tests.support.histories import assistant, message, user

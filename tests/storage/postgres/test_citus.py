@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, make_url
 from sessionstore import SessionStore
 from sessionstore._storage._append_rows import PG_ACTIVE_SQL
 from sessionstore._storage._database import open_database
-from sessionstore._storage._migrations import current_revision, distribute_tables, head_revision
+from sessionstore._storage._migrations import current_revision, distribute_tables
 from sessionstore._storage._postgres._citus import (
     APPEND_SIGNATURE,
     APPEND_SQL,
@@ -32,6 +32,7 @@ from sessionstore._storage._postgres._citus import (
     REFERENCE,
 )
 from sessionstore._storage._postgres._database import PostgresDatabase
+from sessionstore._storage._revisions import head_revision
 from sessionstore._storage._urls import resolve_url
 from tests.conftest import CITUS_URL
 from tests.support.citus import create_citus_database, drop_citus_database, enable_citus
