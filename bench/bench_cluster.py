@@ -20,7 +20,11 @@ throughput of 64 client processes. Ratios are each column over `single`.
 `citus_target`), the tables distributed by session_id; its ratios against `single` are the
 cost of sharding (docs/DEPLOYMENT.md).
 
-    python bench/bench_cluster.py --targets single,citus
+    python bench/bench_cluster.py --targets single,citus,citus-coordinator
+
+`citus-coordinator` is `citus` with every append through the coordinator, as before the
+store sent a session's appends to the worker holding its shard: the before and after of
+that change in one run.
 
 Adding a column: write an async context manager yielding a store URL on a fresh, empty
 database and register it in TARGETS under its name.
@@ -107,6 +111,21 @@ async def citus_target() -> AsyncIterator[str]:
         )
 
 
+@contextlib.asynccontextmanager
+async def citus_coordinator_target() -> AsyncIterator[str]:
+    """`citus` with every append sent through the coordinator, as the store did before it
+    sent a session's appends to the worker holding it (`_worker_routes.py`): the before."""
+    from sessionstore._storage._postgres._worker_routes import WorkerRoutes
+
+    kept = WorkerRoutes.__dict__["possible"]
+    WorkerRoutes.possible = staticmethod(lambda url, pooled: False)  # type: ignore[method-assign]
+    try:
+        async with citus_target() as url:
+            yield url
+    finally:
+        WorkerRoutes.possible = kept  # type: ignore[method-assign]
+
+
 @contextlib.contextmanager
 def _citus_cluster() -> Iterator[str]:
     scripts = Path(os.environ.get("CITUS_SCRIPTS", "/work/shared/citus"))
@@ -132,6 +151,7 @@ TARGETS: dict[str, Target] = {
     "ha": ha_target,
     "pgbouncer": pgbouncer_target,
     "citus": citus_target,  # runs only when asked for (--targets ...,citus)
+    "citus-coordinator": citus_coordinator_target,  # the same, appends not sent to workers
 }
 DEFAULT_TARGETS = ("single", "ha", "pgbouncer")
 

@@ -44,6 +44,7 @@ from .._telemetry import NO_FLUSH_WAIT, is_telemetry
 from ._citus import APPEND_SQL as CITUS_APPEND_SQL
 from ._citus import lineage_rows as citus_lineage_rows
 from ._url import asyncpg_dsn, pooler_mode, unique_statement_name, without_pooler
+from ._worker_routes import PLACEMENT_SQL, Node, WorkerRoutes, WorkerUnreachableError
 
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
 # Pauses between an append's retries during a failover window (`failover_retry_s`).
@@ -78,6 +79,7 @@ class _PostgresLoopState:
         self._dsn = dsn
         self._timeout_s = timeout_s
         self._pool: asyncpg.Pool | None = None
+        self._worker_pools: dict[Node, asyncpg.Pool] = {}
         self._pool_lock = asyncio.Lock()  # used on this state's loop only
 
     async def pool(self) -> asyncpg.Pool:
@@ -86,39 +88,58 @@ class _PostgresLoopState:
             return self._pool
         async with self._pool_lock:
             if self._pool is None:
-                self._pool = await asyncpg.create_pool(
-                    self._dsn,
-                    min_size=1,
-                    max_size=10,
-                    timeout=self._timeout_s,
-                    command_timeout=self._timeout_s,
-                    server_settings=self._server_settings,
-                    # Behind a transaction pooler a statement prepared on one server
-                    # connection is unknown on the next: unnamed statements only.
-                    statement_cache_size=0 if self._pooled else 100,
-                    # and resetting the session of whichever server connection PgBouncer
-                    # picks would cost a round trip for nothing (each statement's own
-                    # transaction ended with it; a broken one was terminated, not released).
-                    **({"reset": _keep_as_is} if self._pooled and _POOL_RESET else {}),
-                )
+                self._pool = await self._open_pool(self._dsn)
             return self._pool
+
+    async def worker_pool(self, node: Node, dsn: str) -> asyncpg.Pool:
+        """A pool to a Citus worker (`_worker_routes.py`), opened on its first use."""
+        pool = self._worker_pools.get(node)
+        if pool is not None:
+            return pool
+        async with self._pool_lock:
+            if node not in self._worker_pools:
+                self._worker_pools[node] = await self._open_pool(dsn)
+            return self._worker_pools[node]
+
+    async def _open_pool(self, dsn: str) -> asyncpg.Pool:
+        return await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=10,
+            timeout=self._timeout_s,
+            command_timeout=self._timeout_s,
+            server_settings=self._server_settings,
+            # Behind a transaction pooler a statement prepared on one server
+            # connection is unknown on the next: unnamed statements only.
+            statement_cache_size=0 if self._pooled else 100,
+            # and resetting the session of whichever server connection PgBouncer
+            # picks would cost a round trip for nothing (each statement's own
+            # transaction ended with it; a broken one was terminated, not released).
+            **({"reset": _keep_as_is} if self._pooled and _POOL_RESET else {}),
+        )
+
+    def _pools(self) -> list[asyncpg.Pool]:
+        pools = [*self._worker_pools.values()]
+        self._worker_pools = {}
+        if self._pool is not None:
+            pools.append(self._pool)
+            self._pool = None
+        return pools
 
     async def close(self) -> None:
         """Close gracefully, within the timeout; what does not close in time is dropped."""
-        if self._pool is not None:
+        for pool in self._pools():
             try:
-                await asyncio.wait_for(self._pool.close(), self._timeout_s)
+                await asyncio.wait_for(pool.close(), self._timeout_s)
             except TimeoutError:
-                self._pool.terminate()
-            self._pool = None
+                pool.terminate()
         await self.engine.dispose()
 
     def abandon(self) -> None:
         """Drop everything without awaiting: its loop closed without shutting us down."""
-        if self._pool is not None:
+        for pool in self._pools():
             with contextlib.suppress(Exception):  # the transports may already be gone
-                self._pool.terminate()
-            self._pool = None
+                pool.terminate()
         self.engine.sync_engine.dispose(close=False)
 
 
@@ -206,6 +227,8 @@ class PostgresDatabase:
         # Each session's context_tokens as this store last saw them: a model call's record
         # decided from it is one round trip while nobody else changed the session.
         self._totals = KnownTotals()
+        # On Citus, which worker holds each session's shard (_worker_routes.py).
+        self._routes = WorkerRoutes(url) if WorkerRoutes.possible(url, self._pooled) else None
         self._loops: PerLoop[_PostgresLoopState] = PerLoop(
             lambda: _PostgresLoopState(make_engine, dsn, timeout_s, settings, self._pooled),
             _PostgresLoopState.close,
@@ -258,10 +281,22 @@ class PostgresDatabase:
             with contextlib.suppress(Exception):
                 await conn.close()
 
+    async def _pool_at(self, node: Node | None) -> asyncpg.Pool:
+        """The coordinator's (or only server's) pool, or a worker's: one that cannot be
+        opened is WorkerUnreachableError, and nothing was sent."""
+        state = self._loops.current()
+        if node is None or self._routes is None:
+            return await state.pool()
+        try:
+            return await state.worker_pool(node, self._routes.dsn(node))
+        except Exception as error:
+            raise WorkerUnreachableError(node) from error
+
     async def fetch_statement(
-        self, sql: str, *args: Any, writing: bool = False
+        self, sql: str, *args: Any, writing: bool = False, node: Node | None = None
     ) -> list[asyncpg.Record]:
-        """Run one self-contained statement (autocommit) and return its rows.
+        """Run one self-contained statement (autocommit) and return its rows; on the Citus
+        worker `node` when one is named.
 
         A connection that saw an error is terminated before it goes back to the pool, so
         no connection is ever handed to a second operation in an unknown state.
@@ -269,9 +304,11 @@ class PostgresDatabase:
 
         async def run() -> list[asyncpg.Record]:
             try:
-                pool = await self._loops.current().pool()
+                pool = await self._pool_at(node)
                 async with asyncio.timeout(self._timeout_s):  # no extra task, unlike wait_for
                     conn = await pool.acquire()
+            except WorkerUnreachableError:
+                raise
             except TimeoutError:
                 raise StoreTimeoutError(
                     f"waited {self._timeout_s:g} s for a free connection to {self._where}: all "
@@ -326,8 +363,7 @@ class PostgresDatabase:
         for _attempt in range(_APPEND_ATTEMPTS):
             state = self._sessions.pop(sid, None) or await self._session_state(sid)
             args, chained = pg_append_args(batch, state, keys)
-            sql = CITUS_APPEND_SQL if self.citus else PG_APPEND_SQL
-            rows = await self.fetch_statement(sql, *args, writing=True)
+            rows = await self._append_rows(sid, args)
             if rows:
                 seqs = sorted(row[0] for row in rows)
                 if len(self._sessions) >= KNOWN_SESSIONS:
@@ -340,6 +376,33 @@ class PostgresDatabase:
             f"session {sid!r} kept moving under {_APPEND_ATTEMPTS} attempts to append to it "
             "(other writers appended each time); nothing was written, try again"
         )
+
+    async def _append_rows(self, session_id: str, args: Sequence[Any]) -> list[asyncpg.Record]:
+        """One append statement: on Citus, on the session's worker when it can be reached."""
+        if not self.citus:
+            return await self.fetch_statement(PG_APPEND_SQL, *args, writing=True)
+        node = await self._worker_of(session_id)
+        if node is not None and self._routes is not None:
+            try:
+                return await self.fetch_statement(CITUS_APPEND_SQL, *args, writing=True, node=node)
+            except WorkerUnreachableError:
+                self._routes.unreachable(node)
+        return await self.fetch_statement(CITUS_APPEND_SQL, *args, writing=True)
+
+    async def _worker_of(self, session_id: str) -> Node | None:
+        """The worker holding the session's shard (asked once), or None: the coordinator."""
+        routes = self._routes
+        if routes is None:
+            return None
+        if not routes.known(session_id):
+            try:
+                rows = await self.fetch_statement(PLACEMENT_SQL, session_id)
+            except (StoreTimeoutError, StoreUnavailableError):
+                raise
+            except StoreError:  # e.g. the catalog not readable by this role: no routing
+                rows = []
+            routes.remember(session_id, (str(rows[0][0]), int(rows[0][1])) if rows else None)
+        return routes.node(session_id)
 
     def known_total(self, session_id: str) -> int | None:
         return self._totals.get(session_id)
