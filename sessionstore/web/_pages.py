@@ -421,10 +421,9 @@ async def compaction_page(
     raw = raw[:PAGE_ROWS]
     shown_to = last if next_from is None else next_from - 1
     written = await store.read_snapshot(
-        q.rows_in, session_id, int(record["context_start_seq"]), info.last_seq
+        q.written_by, session_id, compaction_id, int(record["context_start_seq"]), PAGE_ROWS
     )
-    written = [row for row in written if row.compaction_id == compaction_id]
-    opened = await _opened_sealed(store, raw + written)
+    opened = await _opened_sealed(store, raw + written.summary + written.carried)
     masked = await masked_seqs(store, session_id)
     kept_seqs = (
         {
@@ -437,14 +436,12 @@ async def compaction_page(
         if isinstance(record.get("kept"), dict)
         else set()
     )
-    carried = {row.ref_seq for row in written if row.kind == "carry"}
     replaced = []
     for row in raw:
         entry = from_raw(row, redactor, opened)
         replaced.append(replace(entry, masked=row.seq in masked))
-    summary = [from_raw(row, redactor, opened) for row in written if row.kind == "summary"]
-    carry = [row for row in written if row.kind == "carry"]
-    kept = [from_raw(row, redactor, opened) for row in carry[:PAGE_ROWS]]
+    summary = [from_raw(row, redactor, opened) for row in written.summary]
+    kept = [from_raw(row, redactor, opened) for row in written.carried]
     events = [
         {**event, "payload": redactor.value(event["payload"])}
         for event in await store.read_snapshot(q.events_of, session_id, compaction_id=compaction_id)
@@ -484,8 +481,8 @@ async def compaction_page(
         "next_from": next_from,
         "summary": summary,
         "kept": kept,
-        "kept_total": len(carry),
-        "kept_seqs": sorted(kept_seqs | {s for s in carried if s is not None}),
+        "kept_total": written.carried_total,
+        "kept_seqs": sorted(kept_seqs | written.carried_seqs),
         "events": events,
         "archives": archives,
         "archive_note": archive_note,

@@ -318,6 +318,59 @@ def rows_in(
     return [_raw(row) for row in conn.execute(statement)]
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What one compaction wrote: its summary row(s), the first carried rows (a page of
+    them), how many rows it carried in all, and the seqs they carry."""
+
+    summary: list[RawRow]
+    carried: list[RawRow]
+    carried_total: int
+    carried_seqs: frozenset[int]
+
+
+def written_by(
+    conn: Connection, session_id: str, compaction_id: int, start: int, limit: int
+) -> Written:
+    """The rows compaction `compaction_id` wrote, from its context start `start`.
+
+    A compaction writes one contiguous block of rows at the end of the session, so the
+    block ends at the first later row it did not write: the read scans the block's light
+    columns and fetches whole rows only for the summary and the first `limit` carries,
+    however long the session grew after it (it read every row written since)."""
+    seq = _messages.c.seq
+    own = sa.and_(_messages.c.session_id == session_id, seq >= start)
+    after = conn.execute(
+        sa.select(seq)
+        .where(own, _messages.c.compaction_id.is_distinct_from(compaction_id))
+        .order_by(seq)
+        .limit(1)
+    ).scalar()
+    block = sa.and_(own, _messages.c.compaction_id == compaction_id)
+    if after is not None:
+        block = sa.and_(block, seq < after)
+    light = conn.execute(
+        sa.select(seq, _messages.c.kind, _messages.c.ref_seq).where(block).order_by(seq)
+    ).all()
+    carries = [row for row in light if row.kind == "carry"]
+    wanted = [row.seq for row in light if row.kind == "summary"]
+    wanted += [row.seq for row in carries[:limit]]
+    rows = [
+        _raw(row)
+        for row in conn.execute(
+            sa.select(*_ROW_COLUMNS)
+            .where(_messages.c.session_id == session_id, seq.in_(wanted))
+            .order_by(seq)
+        )
+    ]
+    return Written(
+        summary=[row for row in rows if row.kind == "summary"],
+        carried=[row for row in rows if row.kind == "carry"],
+        carried_total=len(carries),
+        carried_seqs=frozenset(row.ref_seq for row in carries if row.ref_seq is not None),
+    )
+
+
 def token_steps(
     conn: Connection, segments: Sequence[Segment]
 ) -> list[tuple[int, str, str | None, int, int | None, int | None]]:
