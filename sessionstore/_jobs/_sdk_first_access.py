@@ -54,6 +54,7 @@ from ._sdk_source import (
     location_of,
     messages_table_clause,
     parse_message,
+    sdk_table_pairs,
     session_scope,
     structure_table,
 )
@@ -284,19 +285,10 @@ class SdkTablesStatus:
 def sdk_tables_status(conn: Connection) -> list[SdkTablesStatus]:
     """Every SDK messages table in the database (any name: a table with the SDK's message
     columns; its sessions table is the one its session_id refers to), with counts."""
-    inspector = sa.inspect(conn)
-    names = set(inspector.get_table_names())
+    names = set(sa.inspect(conn).get_table_names())
     found = []
-    for name in sorted(names - {"messages"}):
-        columns = {column["name"] for column in inspector.get_columns(name)}
-        if not set(MESSAGE_COLUMNS) <= columns:
-            continue
-        referred = [
-            key["referred_table"]
-            for key in inspector.get_foreign_keys(name)
-            if key.get("constrained_columns") == ["session_id"]
-        ]
-        tables = SdkTables(referred[0] if referred else DEFAULT_SESSIONS_TABLE, name)
+    for sessions_table, name in sdk_table_pairs(conn):
+        tables = SdkTables(sessions_table, name)
         m = messages_table_clause(name)
         per_session = (
             sa.select(m.c.session_id, sa.func.count().label("n")).group_by(m.c.session_id)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from shlex import quote as quote_arg
 from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import quote
 
@@ -297,6 +298,25 @@ def source_url(source: str) -> tuple[URL, str]:
     return url, location_of(url)
 
 
+def sdk_table_pairs(conn: Connection) -> list[tuple[str, str]]:
+    """Every (sessions table, messages table) of the Agents SDK's shape in the database,
+    whatever their names: a table with the SDK's message columns (never our `messages`),
+    and the table its session_id refers to (the SDK's default name when none)."""
+    inspector = sa.inspect(conn)
+    found = []
+    for name in sorted(set(inspector.get_table_names()) - {"messages"}):
+        columns = {column["name"] for column in inspector.get_columns(name)}
+        if not set(MESSAGE_COLUMNS) <= columns:
+            continue
+        referred = [
+            key["referred_table"]
+            for key in inspector.get_foreign_keys(name)
+            if key.get("constrained_columns") == ["session_id"]
+        ]
+        found.append((referred[0] if referred else DEFAULT_SESSIONS_TABLE, name))
+    return found
+
+
 def _check_tables(
     conn: Connection, location: str, sessions_table: str, messages_table: str
 ) -> bool:
@@ -304,12 +324,21 @@ def _check_tables(
     inspector = sa.inspect(conn)
     tables = set(inspector.get_table_names())
     if not {sessions_table, messages_table} <= tables:
-        found = ", ".join(sorted(tables)) or "no tables at all"
+        pairs = sdk_table_pairs(conn)
+        if pairs:  # the SDK's tables under other names: the flags that name them
+            named = "; ".join(
+                f"--sessions-table {quote_arg(s)} --messages-table {quote_arg(m)}" for s, m in pairs
+            )
+            fix = f"it holds SDK tables under other names: pass {named}"
+        else:
+            found = ", ".join(sorted(tables)) or "no tables at all"
+            fix = (
+                f"found {found}. If your SDK sessions used other names, pass them with "
+                "--sessions-table/--messages-table (sessions_table=/messages_table=)"
+            )
         raise ImportSourceError(
-            f"{location} has no Agents SDK session tables: expected {sessions_table!r} and "
-            f"{messages_table!r} (what SQLiteSession and SQLAlchemySession create), found "
-            f"{found}. If your SDK sessions used other names, pass them with "
-            "--sessions-table/--messages-table (sessions_table=/messages_table=)."
+            f"{location} has no Agents SDK session tables named {sessions_table!r} and "
+            f"{messages_table!r} (SQLiteSession's and SQLAlchemySession's defaults); {fix}"
         )
     columns = {column["name"] for column in inspector.get_columns(messages_table)}
     missing = [name for name in MESSAGE_COLUMNS if name not in columns]

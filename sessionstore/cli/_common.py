@@ -204,14 +204,16 @@ _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 def url_or_path(value: str | None) -> str | None:
     """--url as given: a database URL (`postgresql://...`, `sqlite:///file.db`), or a plain
     file path (`./sessions.db`, `/srv/sessions.db`, `~/s.db`), which names that SQLite
-    file. Anything with a scheme is a URL, so a mistyped scheme is still an error."""
+    file. Anything with a scheme is a URL, so a mistyped scheme is still an error. A path's
+    `%`, `?` and `#` are escaped: in a URL they would start an escape, a query, a fragment."""
     if value is not None and value.strip() and not _SCHEME.match(value):
-        value = f"sqlite:///{Path(value).expanduser()}"
+        value = f"sqlite:///{str(Path(value).expanduser()).translate(_IN_A_URL)}"
     _GIVEN_URL[0] = value
     return value
 
 
 _GIVEN_URL: list[str | None] = [None]  # the --url of this run, for the unreachable hint
+_IN_A_URL: Final = str.maketrans({"%": "%25", "?": "%3F", "#": "%23"})
 
 
 UrlOption = Annotated[

@@ -82,7 +82,10 @@ def import_sessions(
         )
 
     async def run() -> ImportReport:
-        async with _target(url, config, model) as store:
+        # Not `async with`: entering the store would create or migrate its tables before
+        # the source is checked, and a refused source (exit 2) must leave the target as it was.
+        store = _target(url, config, model)
+        try:
             return await import_sdk_sessions(
                 source,
                 store,
@@ -94,6 +97,8 @@ def import_sessions(
                 dry_run=dry_run,
                 progress=advance,
             )
+        finally:
+            await store.close()
 
     with progress:
         report = asyncio.run(run())

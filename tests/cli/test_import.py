@@ -219,7 +219,8 @@ def test_custom_table_names(tmp_path: Path, sqlite_url: str) -> None:
     named = ["--sessions-table", "my_sessions", "--messages-table", "my_messages", "--json"]
     custom = run_import(str(path), "--url", sqlite_url, *named)
 
-    assert default.exit_code == 2 and says(default, "--sessions-table/--messages-table")
+    assert default.exit_code == 2  # the flags that name the tables it holds
+    assert says(default, "pass --sessions-table my_sessions --messages-table my_messages")
     assert custom.exit_code == 0 and report_of(custom)["totals"]["imported"] == 2
 
 
@@ -227,7 +228,7 @@ def test_custom_table_names(tmp_path: Path, sqlite_url: str) -> None:
     ("source", "message"),
     [
         ("{tmp}/missing.db", "source database {tmp}/missing.db does not exist"),
-        ("{tmp}/plain.db", "has no Agents SDK session tables: expected 'agent_sessions' and"),
+        ("{tmp}/plain.db", "has no Agents SDK session tables named 'agent_sessions' and"),
         ("mysql://user@host/agents", "bad source URL: unsupported database URL scheme 'mysql'"),
         ("postgresql://postgres@127.0.0.1:1/agents", "cannot connect to the source"),
     ],
@@ -243,6 +244,32 @@ def test_bad_sources_exit_2_with_what_was_expected(
 
     assert result.exit_code == 2
     assert says(result, message.format(tmp=tmp_path))
+
+
+def test_a_refused_source_leaves_the_target_as_it_was(tmp_path: Path) -> None:
+    """Exit 2 means nothing was done: no target file is created, and a target that is the
+    SDK's own file gains no table (the store is opened only once the source is good)."""
+    path = tmp_path / "custom.db"
+
+    async def write() -> None:
+        sdk = SQLiteSession("erin", path, "my_sessions", "my_messages")
+        await converse(sdk, PROMPTS[:1])
+        sdk.close()
+
+    asyncio.run(write())
+    new_target = tmp_path / "new.db"
+    assert run_import(str(path), "--url", str(new_target)).exit_code == 2
+    assert not new_target.exists()
+
+    def tables() -> set[str]:
+        with sqlite3.connect(path) as raw:
+            found = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
+        raw.close()
+        return found
+
+    before = tables()
+    assert run_import(str(path), "--url", str(path)).exit_code == 2
+    assert tables() == before
 
 
 def test_bad_options_exit_2(sdk_file: Path, sqlite_url: str) -> None:

@@ -106,3 +106,19 @@ def test_doctor_reports_an_old_database_without_migrating_it(old_database: str) 
         and "sessionstore migrate" in (result.output)
     )
     assert asyncio.run(_revision(old_database)) == "0001"
+
+
+@pytest.mark.parametrize("name", ["h#sh.db", "q?x.db", "pct%41.db", "sp ace [1].db"])
+@pytest.mark.parametrize("command", ["sessions list", "events --all", "sessions show work"])
+def test_a_plain_path_with_url_characters_names_that_file(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    """`--url 'h#sh.db'` reads h#sh.db: its `#`, `?` and `%` are no fragment, query or
+    escape, and a read creates no other file (beyond SQLite's own -wal and -shm)."""
+    path = tmp_path / name
+    seed_work_session(f"sqlite:///{str(path).replace('%', '%25').replace('?', '%3F')}")
+    result = run(*shlex.split(command), "--url", str(path))
+    assert result.exit_code == 0, result.output
+    assert ("deploy with" if "show" in command else "work") in result.stdout
+    files = {p.name.removesuffix("-wal").removesuffix("-shm") for p in tmp_path.iterdir()}
+    assert files == {name}

@@ -342,7 +342,8 @@ def read_only_sqlite_url(url: URL) -> URL:
             f"(commands that only read never create one; `sessionstore migrate --url "
             f"'sqlite:///{path}'` does)"
         )
-    return url.set(database=f"file:{path}", query={**url.query, "mode": "ro", "uri": "true"})
+    # As a URI: a `?` or `#` in the file's name is escaped, not read as a query or fragment.
+    return url.set(database=path.as_uri(), query={**url.query, "mode": "ro", "uri": "true"})
 
 
 def configure_sqlite(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -138,6 +139,32 @@ def _with_sql(path: Path, *statements: str) -> Path:
 )
 def test_anything_unusual_is_left_to_the_store(tmp_path: Path, make: Any) -> None:
     assert quick_session_page(make(tmp_path / "odd.db"), limit=5) is None
+
+
+@pytest.mark.parametrize("table", ["events", "messages", "message_search"])
+async def test_a_table_dropped_by_hand_is_left_to_the_store(sqlite_url: str, table: str) -> None:
+    """Stamped at the newest revision is not enough: the store reports what is missing."""
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        await store.append("a", [user("hi")])
+    _with_sql(_file(sqlite_url), f"DROP TABLE {table}")
+    assert quick_session_page(_file(sqlite_url), limit=5) is None
+
+
+async def test_a_file_locked_by_another_connection_is_not_waited_for(sqlite_url: str) -> None:
+    """The store waits for a lock, and says so; the quick read leaves it at once."""
+    async with SessionStore(sqlite_url, create_tables=True) as store:
+        await store.append("a", [user("hi")])
+    holder = sqlite3.connect(_file(sqlite_url), isolation_level=None)
+    try:
+        holder.execute("PRAGMA journal_mode = DELETE")
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        started = time.monotonic()
+        assert quick_session_page(_file(sqlite_url), limit=5) is None
+        assert time.monotonic() - started < 4  # not a speed bound: sqlite3 would wait 5 s
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
 
 
 async def test_a_file_another_connection_is_writing_is_still_read(sqlite_url: str) -> None:
