@@ -264,11 +264,22 @@ def carried_event(session_id: str, carried: Carried) -> Event:
     """`compact.facts_carried`: how many standing facts the new summary had to keep, which
     ones the summarizer dropped and were put back, which the conversation superseded (not
     put back), and how many did not fit."""
+    message = (
+        f"{len(carried.left_out)} standing fact(s) did not fit the summary's allowance and "
+        "were left out of it (they stay in the archived originals)"
+        if carried.left_out
+        else f"{carried.checked} standing fact(s) of the previous summary checked in the new one"
+    )
+    if carried.reinserted:
+        message += f"; {len(carried.reinserted)} the summarizer dropped were put back"
+    if carried.superseded:
+        message += f"; {len(carried.superseded)} the conversation superseded were not"
     return Event(
         "compact.facts_carried",
         session_id,
         severity="warning" if carried.left_out else "info",
         fields={
+            "message": message,
             "checked": carried.checked,
             "reinserted": len(carried.reinserted),
             "reinserted_facts": [fact.line for fact in carried.reinserted],

@@ -3,11 +3,13 @@ standard library reads the SQLite file or the store does."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
-from tests.support.cli import assert_refused, run
+from sessionstore import SessionStore
+from tests.support.cli import SECRET, assert_refused, run
 
 
 def test_list_reports_every_session(seeded: str) -> None:
@@ -44,3 +46,20 @@ def test_the_quick_read_prints_what_the_store_prints(
     assert quick.stdout == through_store.stdout and quick.stdout.strip()
     assert quick.stderr == through_store.stderr
     assert ("1 of 2 sessions" in quick.stderr) == (limit == "1"), quick.stderr
+
+
+@pytest.mark.parametrize("query", ["", "?timeout=5"])  # the quick read, then the store's
+def test_ids_are_redacted_unless_asked_and_asking_is_audited(sqlite_url: str, query: str) -> None:
+    async def seed() -> None:
+        async with SessionStore(sqlite_url, create_tables=True) as store:
+            await store.append(f"note {SECRET}", [{"role": "user", "content": "hi"}])
+
+    asyncio.run(seed())
+    url = f"{sqlite_url}{query}"
+    listed = run("sessions", "list", "--url", url)
+    assert listed.exit_code == 0 and "<REDACTED>" in listed.stdout
+    assert "sk-proj" not in listed.output
+    raw = run("sessions", "list", "--url", url, "--no-redact")
+    assert raw.exit_code == 0 and SECRET in raw.stdout and "redaction is off" in raw.stderr
+    events = run("events", "--all", "--json", "--url", sqlite_url)
+    assert "redaction_disabled" in events.stdout

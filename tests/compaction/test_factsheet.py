@@ -117,6 +117,11 @@ async def test_an_llm_that_drops_facts_gets_them_back_every_round(
     assert all(event["checked"] == 4 and event["left_out"] == 0 for event in events)
     reinserted = sum(event["reinserted"] for event in events)
     assert reinserted >= 11  # the model dropped something every round; all of it came back
+    assert all(  # `sessionstore events` shows what each says
+        f"{event['reinserted']} the summarizer dropped were put back" in event["message"]
+        for event in events
+        if event["reinserted"]
+    )
     assert any(f"Constraint: {CONSTRAINT}" in event["reinserted_facts"] for event in events)
     # The model saw the repaired summary as the prior state each round.
     prompts = [json.dumps(request.body) for request in openai_server.requests]
@@ -157,3 +162,7 @@ async def test_an_llm_that_drops_a_superseded_fact_is_not_corrected(
     assert event["superseded"] == 1
     assert event["superseded_facts"] == [f"Constraint: {CONSTRAINT}"]
     assert event["reinserted"] == 2  # the preference and the file the model also dropped
+    assert event["message"] == (
+        "4 standing fact(s) of the previous summary checked in the new one; 2 the summarizer "
+        "dropped were put back; 1 the conversation superseded were not"
+    )

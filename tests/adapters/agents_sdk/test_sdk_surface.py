@@ -232,3 +232,26 @@ def test_the_history_methods_tell_the_runner_they_take_wrapper_without_recomputi
         assert inspect.signature(getattr(session, name)).parameters.keys() == (
             fixed.parameters.keys() - {"self"}
         )
+
+
+def test_the_constructor_takes_sqlitesessions_positional_arguments() -> None:
+    """`SQLiteSession(id, path, sessions_table, messages_table, settings)` ported as
+    `SQLSession(...)` with the same positional arguments: each lands where the SDK's does
+    (the second, the SDK's db_path, is our `store`, which takes a path too)."""
+    theirs = list(inspect.signature(SQLiteSession.__init__).parameters.values())[1:]
+    ours = list(inspect.signature(SQLSession.__init__).parameters.values())[1:]
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    assert [p.name for p in ours if p.kind in positional][2:] == [p.name for p in theirs][2:]
+    assert [p.default for p in ours][2 : len(theirs)] == [p.default for p in theirs][2:]
+
+
+async def test_a_positional_port_reads_the_sdks_custom_tables(tmp_path: Path) -> None:
+    path = tmp_path / "custom.db"
+    sdk = SQLiteSession("u7", path, "my_sess", "my_msgs")
+    await sdk.add_items([{"role": "user", "content": "kept in my_msgs"}])
+    sdk.close()
+    ours = SQLSession("u7", str(path), "my_sess", "my_msgs", owns_store=True)
+    try:
+        assert await ours.get_items() == [{"role": "user", "content": "kept in my_msgs"}]
+    finally:
+        await ours.store.close()
