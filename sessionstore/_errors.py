@@ -189,6 +189,8 @@ class ConfigError(SessionStoreError, ValueError):
         count = len(self.problems)
         header = f"invalid configuration{where}: {count} problem{'s' if count != 1 else ''}"
         super().__init__("\n  - ".join([header, *self.problems]))
+        # The same on one line, as the command line prints it.
+        self.one_line = _redacted(f"invalid configuration{where}: {'; '.join(self.problems)}")
 
 
 class KeyringError(SessionStoreError, ValueError):

@@ -153,6 +153,11 @@ def translate(
             f"the server at {where} has no such database ({default_redactor().text(text)}): "
             "fix the name in the URL, or create it (createdb NAME); nothing was changed."
         )
+    if text == "file is not a database":  # SQLite's SQLITE_NOTADB: some other file
+        return DatabaseNotFoundError(
+            f"{where} is not a SQLite database (the file holds something else): check the "
+            "path in --url / $SESSIONSTORE_URL; nothing was changed."
+        )
     if any(name in text for name in _TOKEN_INDEX):
         return DuplicateAppendError("an append batch with this idempotency token is stored")
     return StoreError(

@@ -22,6 +22,7 @@ from rich.text import Text
 from .._errors import (
     ArchiveSinkError,
     CompactionError,
+    ConfigError,
     EncodingUnavailableError,
     HistoryTamperedError,
     KeyIntegrityError,
@@ -392,8 +393,10 @@ def outcome_of(error: BaseException) -> ErrorOutcome | None:
 
 
 def _first_line(error: BaseException) -> str:
+    if isinstance(error, ConfigError):
+        return error.one_line  # its problems on one line
     if isinstance(error, SessionStoreError):
-        return str(error)  # ours: written for people (a ConfigError lists its problems)
+        return str(error)  # ours: written for people
     reason = getattr(error, "orig", None) or error  # a driver's: its first line, named
     return f"{type(reason).__name__}: {reason}".splitlines()[0]
 

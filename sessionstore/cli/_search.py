@@ -13,12 +13,15 @@ import typer
 from rich.table import Table
 
 from .._history._search import SearchHit, search_words
+from .._items import text_of
+from .._opaque import is_opaque
 from .._redaction import redaction_disabled_event
 from ._common import (
     ConfigOption,
     RedactOption,
     UrlOption,
     err_console,
+    is_terminal,
     iso_utc,
     open_store,
     record_audit,
@@ -63,6 +66,8 @@ def search(
         asyncio.run(record_audit(url, config, [redaction_disabled_event(session)]))
         err_console.print(shown("warning: redaction is off; secrets are printed as stored", "red"))
 
+    whole = not is_terminal()  # a pipe gets every word of the row, as `sessions show` gives
+
     def table() -> Table:
         drawn = Table(title=shown(f"Search {query!r}: {len(hits)} hit(s)"))
         for column in ("session_id", "seq", "role/tool", "created_at", "text"):
@@ -73,7 +78,7 @@ def search(
                 shown(hit.seq),
                 shown(hit.tool_name or hit.role or hit.kind),
                 shown(iso_utc(hit.created_at)),
-                shown(hit.snippet),
+                shown(_whole_text(hit) if whole else hit.snippet),
             )
         return drawn
 
@@ -83,6 +88,13 @@ def search(
     if not hits:
         err_console.print(shown("no row holds every word; try fewer words"))
         raise typer.Exit(EXIT_FAILED)
+
+
+def _whole_text(hit: SearchHit) -> str:
+    """The row's whole text on one line (a provider's opaque item: what it is)."""
+    if is_opaque(hit.item):
+        return hit.snippet
+    return " ".join(text_of(hit.item).split()) or hit.snippet
 
 
 _HIT_COLUMNS = ("session_id", "seq", "kind", "role", "tool_name", "created_at", "snippet", "item")

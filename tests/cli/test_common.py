@@ -72,6 +72,14 @@ def test_each_problem_names_its_field(
 ) -> None:
     result = run("sessions", "list", "--config", str(write_config(seeded, **sections)))
     assert_refused(result, 2, problem)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # one line
+
+
+def test_every_problem_is_on_the_one_line(seeded: str, write_config: Callable[..., Path]) -> None:
+    config = write_config(seeded, store={"ulr": "x"}, policy={"keep_recent_turns": "many"})
+    result = run("sessions", "list", "--config", str(config))
+    assert_refused(result, 2, "store.ulr is not a known setting", "policy.keep_recent_turns")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_a_config_that_is_not_yaml_is_refused(seeded: str, tmp_path: Path) -> None:

@@ -122,3 +122,18 @@ def test_a_plain_path_with_url_characters_names_that_file(
     assert ("deploy with" if "show" in command else "work") in result.stdout
     files = {p.name.removesuffix("-wal").removesuffix("-shm") for p in tmp_path.iterdir()}
     assert files == {name}
+
+
+@pytest.mark.parametrize("command", ["sessions list", "events --all", "sessions show work"])
+def test_a_file_that_is_no_database_and_a_directory_are_named_so(
+    tmp_path: Path, command: str
+) -> None:
+    text = tmp_path / "notes.db"
+    text.write_text("hello, not a database\n" * 50)
+    refused = run(*shlex.split(command), "--url", str(text))
+    assert_refused(refused, 2, "is not a SQLite database", "check the path in --url")
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert text.read_text() == "hello, not a database\n" * 50
+    directory = run(*shlex.split(command), "--url", str(tmp_path))
+    assert_refused(directory, 2, "is a directory, not a SQLite file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]

@@ -336,6 +336,11 @@ def read_only_sqlite_url(url: URL) -> URL:
     Raises DatabaseNotFoundError when the file is missing: opening it would create it.
     """
     path = Path(url.database or "").resolve()
+    if path.is_dir():
+        raise DatabaseNotFoundError(
+            f"{path} is a directory, not a SQLite file: name the database file in --url / "
+            "$SESSIONSTORE_URL (e.g. sqlite:///" + str(path / "sessionstore.db") + ")"
+        )
     if not path.is_file():
         raise DatabaseNotFoundError(
             f"no SQLite database at {path}: check the path in --url / $SESSIONSTORE_URL "
