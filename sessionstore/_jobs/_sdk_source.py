@@ -317,6 +317,17 @@ def sdk_table_pairs(conn: Connection) -> list[tuple[str, str]]:
     return found
 
 
+def sdk_tables_holding(conn: Connection, session_id: str) -> list[str]:
+    """The Agents SDK messages tables (`sdk_table_pairs`) that hold rows of `session_id`."""
+    held = []
+    for _, name in sdk_table_pairs(conn):
+        table = messages_table_clause(name)
+        query = sa.select(sa.literal(1)).where(table.c.session_id == session_id).limit(1)
+        if conn.execute(query).first() is not None:
+            held.append(name)
+    return held
+
+
 def _check_tables(
     conn: Connection, location: str, sessions_table: str, messages_table: str
 ) -> bool:

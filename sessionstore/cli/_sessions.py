@@ -18,6 +18,7 @@ from .._arguments import check_agent_name
 from .._history._branches import Fork, has_branches_error
 from .._history._time_travel import Rewind
 from .._items import text_of
+from .._jobs._sdk_source import sdk_tables_holding
 from .._opaque import is_opaque, opaque_view
 from .._redaction import Redactor, redaction_disabled_event
 from .._rows import SessionInfo, StoredRow, visible_rows
@@ -67,12 +68,15 @@ async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
     """The session's row; an unknown id ends the command (exit 1) before anything is written."""
     info = await store.session_info(session_id)
     if info is None:
-        err_console.print(
-            shown(
-                f"no session {session_id!r} in {store.safe_url}; "
-                "`sessionstore sessions list` shows the sessions there"
-            )
+        held = await store.read_snapshot(sdk_tables_holding, session_id)
+        where = store.safe_url
+        hint = (
+            f"the Agents SDK's {', '.join(held)} holds it: `sessionstore import` brings it "
+            "over (SQLSession imports it when it first opens the session)"
+            if held
+            else "`sessionstore sessions list` shows the sessions there"
         )
+        err_console.print(shown(f"no session {session_id!r} in {where}; {hint}"))
         raise typer.Exit(EXIT_FAILED)
     return info
 

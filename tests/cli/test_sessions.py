@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import SQLiteSession
 
 from sessionstore import HistoryPoint, SessionStore
 from tests.support.cli import EXTRA_PATTERN, NO_KEYS, SECRET, assert_refused, db_state, run
@@ -241,3 +242,20 @@ def test_a_tail_of_the_active_context_is_its_last_rows(seeded: str) -> None:
     assert "note: the last 2 rows shown (--tail)" in shown.output
     everything = run("sessions", "show", "work", "--json", "--tail", "999", "--url", seeded)
     assert json.loads(everything.stdout) == active and "note" not in everything.output
+
+
+def test_a_session_only_the_sdks_tables_hold_is_named_with_the_import(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.db"
+
+    async def write() -> None:
+        sdk = SQLiteSession("u5", path)
+        await sdk.add_items([{"role": "user", "content": "hi"}])
+        sdk.close()
+
+    asyncio.run(write())
+    assert run("migrate", "--url", str(path)).exit_code == 0
+    result = run("sessions", "show", "u5", "--url", str(path))
+    assert_refused(result, 1, "no session 'u5'", "agent_messages holds it", "sessionstore import")
+    other = run("sessions", "show", "nope", "--url", str(path))
+    assert_refused(other, 1, "no session 'nope'", "sessions list")
+    assert "agent_messages" not in other.output
