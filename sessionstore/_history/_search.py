@@ -39,7 +39,9 @@ _SQLITE_SEARCH: Final = """
       AND m.item_type IS NOT 'compaction'  -- indexed before opaque items were left out
     ORDER BY bm25(message_search), r.seq DESC LIMIT :limit
 """
-_PG_VECTOR: Final = "to_tsvector('simple', left(payload::text, 100000))"  # as indexed (0010)
+_PG_VECTOR: Final = (  # as indexed (0021): markup's <, > and & read as spaces
+    "to_tsvector('simple', translate(left(payload::text, 100000), '<>&', '   '))"
+)
 _PG_SEARCH: Final = f"""
     SELECT session_id, seq FROM messages
     WHERE kind IN ('item', 'summary') AND payload IS NOT NULL

@@ -34,6 +34,15 @@ async def test_search_finds_rows_holding_every_word(store: SessionStore) -> None
     assert await store.search("elephant") == []
 
 
+async def test_words_inside_markup_are_found_on_both_backends(store: SessionStore) -> None:
+    """PostgreSQL's parser drops `<script>...</script>` as tags, words and all, unless the
+    index reads `<`, `>` and `&` as spaces (0021); SQLite's FTS5 always found them."""
+    await store.append("m", [user('<script>alert("xss")</script> and <b>bold</b> &amp; co')])
+    await store.append("m", [assistant("nothing of the kind here")])
+    for query in ("script", "alert xss", "<script>", "bold", "amp co"):
+        assert [hit.seq for hit in await store.search(query)] == [1], query
+
+
 async def test_results_are_redacted_unless_asked(store: SessionStore) -> None:
     await store.append("s", [user(f"deploy with key {SECRET} to staging")])
     [hit] = await store.search("deploy staging")

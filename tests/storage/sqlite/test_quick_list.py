@@ -97,7 +97,7 @@ async def test_reading_changes_nothing(sqlite_url: str) -> None:
 
 async def test_it_leaves_an_older_schema_to_the_store(sqlite_url: str) -> None:
     """The store refuses an old schema with its message; this reader must not list it."""
-    await migrate_to(sqlite_url, "0019")  # one before the newest
+    await migrate_to(sqlite_url, "0019")  # an older revision
     assert quick_session_page(_file(sqlite_url), limit=5) is None
 
 
