@@ -206,7 +206,9 @@ def test_config_file_target_and_recovered_rows(sdk_file: Path, tmp_path: Path) -
     assert asyncio.run(stored(target, "bob"))[0] == asyncio.run(sdk_items(sdk_file, "bob"))
 
 
-def test_custom_table_names(tmp_path: Path, sqlite_url: str) -> None:
+@pytest.fixture
+def custom_sdk_file(tmp_path: Path) -> Path:
+    """A SQLiteSession file whose tables are named my_sessions and my_messages."""
     path = tmp_path / "custom.db"
 
     async def write() -> None:
@@ -215,6 +217,11 @@ def test_custom_table_names(tmp_path: Path, sqlite_url: str) -> None:
         sdk.close()
 
     asyncio.run(write())
+    return path
+
+
+def test_custom_table_names(custom_sdk_file: Path, sqlite_url: str) -> None:
+    path = custom_sdk_file
     default = run_import(str(path), "--url", sqlite_url)
     named = ["--sessions-table", "my_sessions", "--messages-table", "my_messages", "--json"]
     custom = run_import(str(path), "--url", sqlite_url, *named)
@@ -246,17 +253,12 @@ def test_bad_sources_exit_2_with_what_was_expected(
     assert says(result, message.format(tmp=tmp_path))
 
 
-def test_a_refused_source_leaves_the_target_as_it_was(tmp_path: Path) -> None:
+def test_a_refused_source_leaves_the_target_as_it_was(
+    custom_sdk_file: Path, tmp_path: Path
+) -> None:
     """Exit 2 means nothing was done: no target file is created, and a target that is the
     SDK's own file gains no table (the store is opened only once the source is good)."""
-    path = tmp_path / "custom.db"
-
-    async def write() -> None:
-        sdk = SQLiteSession("erin", path, "my_sessions", "my_messages")
-        await converse(sdk, PROMPTS[:1])
-        sdk.close()
-
-    asyncio.run(write())
+    path = custom_sdk_file
     new_target = tmp_path / "new.db"
     assert run_import(str(path), "--url", str(new_target)).exit_code == 2
     assert not new_target.exists()
