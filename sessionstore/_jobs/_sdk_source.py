@@ -4,6 +4,7 @@ and read a page at a time, never written."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -251,7 +252,7 @@ class Page:
 
 
 def _sqlite_source(path: Path) -> tuple[URL, str]:
-    path = path.expanduser().resolve()
+    path = Path(os.path.expanduser(path)).resolve()  # `~user` unknown: left as it is
     if not path.is_file():
         raise ImportSourceError(
             f"source database {path} does not exist; expected the file your SQLiteSession "
@@ -273,7 +274,7 @@ def location_of(url: URL) -> str:
         if is_memory_sqlite(url):
             return "sqlite://"
         assert url.database is not None
-        return f"sqlite:///{Path(url.database).expanduser().resolve()}"
+        return f"sqlite:///{Path(os.path.expanduser(url.database)).resolve()}"
     return URL.create(
         "postgresql", host=url.host, port=url.port, database=url.database
     ).render_as_string()

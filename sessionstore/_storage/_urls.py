@@ -32,6 +32,15 @@ _SUPPORTED: Final = (
 )
 
 
+_IN_A_URL: Final = str.maketrans({"%": "%25", "?": "%3F", "#": "%23"})
+
+
+def sqlite_url_of(path: str | os.PathLike[str]) -> str:
+    """The URL naming the SQLite file `path` as it is: its `%`, `?` and `#` escaped (in a URL
+    they would start an escape, a query, a fragment)."""
+    return f"sqlite:///{os.fspath(path).translate(_IN_A_URL)}"
+
+
 def _from_environment() -> str:
     """$SESSIONSTORE_URL, else the default: the URL when none was given."""
     return os.environ.get(URL_ENV) or DEFAULT_URL

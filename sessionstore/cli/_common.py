@@ -36,6 +36,7 @@ from .._errors import (
     SummarizerError,
 )
 from .._events import Event
+from .._storage._urls import sqlite_url_of
 from .._times import as_utc
 
 if TYPE_CHECKING:  # loaded when a command opens a store: `sessions list` may never need them
@@ -208,13 +209,12 @@ def url_or_path(value: str | None) -> str | None:
     file. Anything with a scheme is a URL, so a mistyped scheme is still an error. A path's
     `%`, `?` and `#` are escaped: in a URL they would start an escape, a query, a fragment."""
     if value is not None and value.strip() and not _SCHEME.match(value):
-        value = f"sqlite:///{str(Path(value).expanduser()).translate(_IN_A_URL)}"
+        value = sqlite_url_of(os.path.expanduser(value))  # `~user` unknown: left as it is
     _GIVEN_URL[0] = value
     return value
 
 
 _GIVEN_URL: list[str | None] = [None]  # the --url of this run, for the unreachable hint
-_IN_A_URL: Final = str.maketrans({"%": "%25", "?": "%3F", "#": "%23"})
 
 
 UrlOption = Annotated[

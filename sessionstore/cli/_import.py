@@ -16,10 +16,19 @@ import typer
 from rich.table import Table
 
 from .._builders import build_store
+from .._errors import DatabaseNotFoundError, SchemaMissingError
 from .._jobs._importer import ImportProgress, ImportReport, SessionImport, import_sdk_sessions
 from .._jobs._sdk_source import DEFAULT_MESSAGES_TABLE, DEFAULT_SESSIONS_TABLE, SourceOrder
 from .._store import DEFAULT_MODEL, SessionStore
-from ._common import ConfigOption, UrlOption, console, emit_json, load_settings
+from ._common import (
+    ConfigOption,
+    UrlOption,
+    console,
+    emit_json,
+    load_settings,
+    shown_url,
+    target_url,
+)
 from ._exit_codes import EXIT_FAILED
 from ._progress import progress_bar
 from ._text import shown, visible
@@ -81,10 +90,7 @@ def import_sessions(
             task, completed=update.done, total=update.total, description=visible(update.session_id)
         )
 
-    async def run() -> ImportReport:
-        # Not `async with`: entering the store would create or migrate its tables before
-        # the source is checked, and a refused source (exit 2) must leave the target as it was.
-        store = _target(url, config, model)
+    async def into(store: SessionStore) -> ImportReport:
         try:
             return await import_sdk_sessions(
                 source,
@@ -100,6 +106,21 @@ def import_sessions(
         finally:
             await store.close()
 
+    async def run() -> ImportReport:
+        # The store is opened by the import, after the source is checked: entering it first
+        # would create or migrate its tables, and a refused source (exit 2) must leave the
+        # target as it was. A dry run opens the target read-only, and a target with no
+        # sessionstore tables yet as an empty one (nothing is there to be already present).
+        try:
+            return await into(_target(url, config, model, read_only=dry_run))
+        except (DatabaseNotFoundError, SchemaMissingError):
+            if not dry_run:
+                raise
+        empty = SessionStore("sqlite:///:memory:", model=model or DEFAULT_MODEL)
+        report = await into(empty)
+        report.target = shown_url(target_url(url, config))
+        return report
+
     with progress:
         report = asyncio.run(run())
     if as_json:
@@ -110,14 +131,16 @@ def import_sessions(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _target(url: str | None, config: Path | None, model: str | None) -> SessionStore:
+def _target(
+    url: str | None, config: Path | None, model: str | None, *, read_only: bool
+) -> SessionStore:
     """The store from --url or --config, counting tokens with --model when given."""
     settings = load_settings(url, config)
     if settings is None:
-        return SessionStore(url, model=model or DEFAULT_MODEL)
+        return SessionStore(url, model=model or DEFAULT_MODEL, read_only=read_only)
     if model is not None:
         settings = settings.model_copy(update={"model": model})
-    return build_store(settings)
+    return build_store(settings, read_only=read_only)
 
 
 def _notes(session: SessionImport) -> list[str]:

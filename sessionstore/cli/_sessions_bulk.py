@@ -244,7 +244,7 @@ def import_export(
     async def go() -> list[str]:
         from ._import import _target as target_store  # the importer's modules: only here
 
-        async with target_store(url, config, model) as store:
+        async with target_store(url, config, model, read_only=False) as store:
             present = [i for i in sessions if await store.session_info(i) is not None]
             if present and not append_to_existing:
                 return present

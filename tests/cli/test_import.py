@@ -280,3 +280,24 @@ def test_bad_options_exit_2(sdk_file: Path, sqlite_url: str) -> None:
 
     assert bad_order.exit_code == 2 and says(bad_order, "'newest' is not one of")
     assert bad_target.exit_code == 2 and says(bad_target, "unsupported database URL scheme")
+
+
+def test_a_dry_run_writes_nothing_into_a_missing_or_foreign_target(
+    custom_sdk_file: Path, tmp_path: Path
+) -> None:
+    """--dry-run opens the target read-only: a missing file is not created, another
+    program's file gains no table, and the report is what an import would do."""
+    named = ["--sessions-table", "my_sessions", "--messages-table", "my_messages", "--json"]
+    missing = tmp_path / "new.db"
+    report = run_import(str(custom_sdk_file), "--url", str(missing), "--dry-run", *named)
+    assert report.exit_code == 0, report.output
+    assert report_of(report)["totals"]["imported"] == 2 and not missing.exists()
+    foreign = tmp_path / "other-app.db"
+    with sqlite3.connect(foreign) as raw:
+        raw.execute("CREATE TABLE notes (body TEXT)")
+    raw.close()
+    report = run_import(str(custom_sdk_file), "--url", str(foreign), "--dry-run", *named)
+    assert report.exit_code == 0 and report_of(report)["totals"]["imported"] == 2
+    with sqlite3.connect(foreign) as raw:
+        assert [row[0] for row in raw.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    raw.close()

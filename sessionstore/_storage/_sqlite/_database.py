@@ -38,7 +38,7 @@ from .._driver_errors import translate
 from .._known_totals import KnownTotals
 from .._outcomes import DEFAULT_TIMEOUT_S, check_writable, on_thread, outcome_of, written_session
 from .._telemetry import is_telemetry
-from .._urls import is_memory_sqlite
+from .._urls import is_memory_sqlite, sqlite_url_of
 from ._group_commit import GroupCommit
 from ._idle_indexing import IdleIndexer
 from ._search_index import index_pending
@@ -80,6 +80,8 @@ class SQLiteDatabase:
         self.read_only = read_only and not self._memory
         self._where = url.render_as_string(hide_password=True)  # as the user wrote it
         self._file = url.database
+        if not self._memory:
+            refuse_a_directory(Path(url.database or ""))
         if self.read_only:
             url = read_only_sqlite_url(url)
         self.url = url
@@ -330,22 +332,27 @@ class SQLiteDatabase:
         await self._async_engines.close_all()
 
 
+def refuse_a_directory(path: Path) -> None:
+    """A directory named as the database is a mistake to name, not a file SQLite cannot open
+    ("unable to open database file", read as an unreachable database)."""
+    if path.is_dir():
+        raise DatabaseNotFoundError(
+            f"{path.resolve()} is a directory, not a SQLite file: name the database file in "
+            f"--url / $SESSIONSTORE_URL (e.g. {sqlite_url_of(path.resolve() / 'sessionstore.db')})"
+        )
+
+
 def read_only_sqlite_url(url: URL) -> URL:
     """The URL of a read-only connection to an existing SQLite file (`mode=ro`).
 
     Raises DatabaseNotFoundError when the file is missing: opening it would create it.
     """
     path = Path(url.database or "").resolve()
-    if path.is_dir():
-        raise DatabaseNotFoundError(
-            f"{path} is a directory, not a SQLite file: name the database file in --url / "
-            "$SESSIONSTORE_URL (e.g. sqlite:///" + str(path / "sessionstore.db") + ")"
-        )
     if not path.is_file():
         raise DatabaseNotFoundError(
             f"no SQLite database at {path}: check the path in --url / $SESSIONSTORE_URL "
             f"(commands that only read never create one; `sessionstore migrate --url "
-            f"'sqlite:///{path}'` does)"
+            f"'{sqlite_url_of(path)}'` does)"
         )
     # As a URI: a `?` or `#` in the file's name is escaped, not read as a query or fragment.
     return url.set(database=path.as_uri(), query={**url.query, "mode": "ro", "uri": "true"})
