@@ -501,7 +501,8 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError([f"not valid {suffix[1:].upper()}: {exc}"], str(path)) from None
+        where = " ".join(str(exc).split())  # YAML's message spans lines (it quotes the text)
+        raise ConfigError([f"not valid {suffix[1:].upper()}: {where}"], str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

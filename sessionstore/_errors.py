@@ -190,7 +190,9 @@ class ConfigError(SessionStoreError, ValueError):
         header = f"invalid configuration{where}: {count} problem{'s' if count != 1 else ''}"
         super().__init__("\n  - ".join([header, *self.problems]))
         # The same on one line, as the command line prints it.
-        self.one_line = _redacted(f"invalid configuration{where}: {'; '.join(self.problems)}")
+        # each problem redacted alone: a secret's pattern never runs on into the next one
+        problems = "; ".join(_redacted(problem) for problem in self.problems)
+        self.one_line = f"invalid configuration{_redacted(where)}: {problems}"
 
 
 class KeyringError(SessionStoreError, ValueError):

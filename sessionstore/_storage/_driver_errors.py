@@ -158,6 +158,12 @@ def translate(
             f"{where} is not a SQLite database (the file holds something else): check the "
             "path in --url / $SESSIONSTORE_URL; nothing was changed."
         )
+    if text == "database disk image is malformed":  # SQLite's SQLITE_CORRUPT
+        return StoreError(
+            f"the SQLite file at {where} is damaged (database disk image is malformed): "
+            "restore it from a backup (`sqlite3 FILE .recover` may save what is left); "
+            "nothing was changed."
+        )
     if any(name in text for name in _TOKEN_INDEX):
         return DuplicateAppendError("an append batch with this idempotency token is stored")
     return StoreError(

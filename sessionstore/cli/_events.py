@@ -45,7 +45,12 @@ _FIELDS: Final = (
     "error_type",
     "fallback",
 )
-_SEVERITY_STYLE: Final = {"warning": "yellow", "error": "red", "critical": "bold red"}
+_SEVERITY_STYLE: Final = {
+    "warning": "yellow",
+    "error": "red",
+    "high": "bold red",  # redaction turned off (_redaction.redaction_disabled_event)
+    "critical": "bold red",
+}
 IDLE_EVENTS: Final = ("compact.token_estimate", "compact.trigger_decision")
 _IDLE: Final = sa.or_(
     events_table.c.event == "compact.token_estimate",
@@ -151,9 +156,9 @@ def _line(row: dict[str, Any], redactor: Redactor) -> Text:
     payload = _payload(row, redactor)
     if isinstance(payload.get("reason"), str):  # why it was decided, discarded, taken over
         text += f" reason={payload['reason']}"
-    if row["severity"] in _SEVERITY_STYLE:  # a warning or an error says what and with what
-        if payload.get("message"):
-            text += f" message={payload['message']}"
+    if payload.get("message"):  # whatever its severity, an event that says what, says it
+        text += f" message={payload['message']}"
+    if row["severity"] in _SEVERITY_STYLE:  # a warning or an error says with what, too
         details = _details(payload)
         if details:
             text += f" details={json_text(details, compact=True)}"

@@ -84,8 +84,10 @@ def test_every_problem_is_on_the_one_line(seeded: str, write_config: Callable[..
 
 def test_a_config_that_is_not_yaml_is_refused(seeded: str, tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
-    broken.write_text("store: [unclosed\n")
-    assert_refused(run("sessions", "list", "--config", str(broken)), 2, "not valid YAML")
+    broken.write_text("store: [unclosed\n  x: 1\n")
+    refused = run("sessions", "list", "--config", str(broken))
+    assert_refused(refused, 2, "not valid YAML")
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     text = tmp_path / "compact.txt"
     text.write_text("store: {}\n")
     assert_refused(run("events", "--config", str(text)), 2, "use .yaml, .yml or .json")

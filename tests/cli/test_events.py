@@ -97,6 +97,19 @@ def test_warnings_show_their_message(seeded: str) -> None:
     assert "message=[red]x[/]" in result.stdout
 
 
+def test_every_event_that_says_what_shows_it_and_high_ones_their_details(seeded: str) -> None:
+    """An info event's message (compact.facts_carried) and a high one's (redaction turned
+    off, with its details) are on its line, not only in --json."""
+    info = Event("compact.facts_carried", "work", "info", {"message": "4 facts checked", "n": 4})
+    high = Event("compact.warning", "work", "high", {"message": "redaction off", "why": "asked"})
+    asyncio.run(_record(seeded, info, high))
+    lines = run("events", "--url", seeded, "--type", "compact.*").stdout.splitlines()
+    info_line = next(line for line in lines if "facts_carried" in line)
+    assert "message=4 facts checked" in info_line and "details=" not in info_line
+    high_line = next(line for line in lines if "redaction off" in line)
+    assert 'details={"why":"asked"}' in high_line
+
+
 async def _record(url: str, *events: Event) -> None:
     async with SessionStore(url) as store:
         await store.record_events(list(events))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
-from sessionstore._storage._driver_errors import _valueless
+from sessionstore import DatabaseNotFoundError, StoreError
+from sessionstore._storage._driver_errors import _valueless, translate
 
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0P9o8"
 
@@ -34,3 +37,22 @@ KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0P9o8"
 def test_quoted_values_and_bound_arguments_are_dropped(message: str, shown: str) -> None:
     assert _valueless(message) == shown
     assert KEY not in _valueless(message)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "says"),
+    [
+        ("file is not a database", DatabaseNotFoundError, "is not a SQLite database"),
+        ("database disk image is malformed", StoreError, "restore it from a backup"),
+    ],
+)
+def test_a_file_that_is_no_database_or_a_damaged_one_is_named_so(
+    message: str, kind: type[Exception], says: str
+) -> None:
+    error = translate(
+        sqlite3.DatabaseError(message),
+        where="sqlite:///x.db",
+        writing=False,
+        may_have_committed=False,
+    )
+    assert type(error) is kind and says in str(error) and "nothing was changed" in str(error)
