@@ -37,6 +37,17 @@ _PG_MIGRATION_KEY: Final = 0x5E55_1015
 _RETRY_PAUSE_S: Final = 0.05
 
 
+def _agents_sdk_tables(connection: Connection) -> list[str]:
+    """Tables shaped like the Agents SDK's messages table (its `session_id` and
+    `message_data` columns), whatever their names: a database the SDK wrote."""
+    inspector = sa.inspect(connection)
+    return [
+        name
+        for name in sorted(inspector.get_table_names())
+        if {"session_id", "message_data"} <= {c["name"] for c in inspector.get_columns(name)}
+    ]
+
+
 def _current(connection: Connection) -> str | None:
     """The stamped revision, read as Alembic keeps it (one row of `alembic_version`), without
     loading Alembic for it."""
@@ -181,9 +192,17 @@ async def ensure_schema(
             _note_citus(database, await database.read(is_distributed))
         return done
     if current is None:
+        sdk_tables = await database.read(_agents_sdk_tables)
+        also = (
+            f" It holds the Agents SDK's tables ({', '.join(sdk_tables)}): after migrating, "
+            f"`sessionstore import '{url_hint}' --url '{url_hint}'` brings their sessions over "
+            "(SQLSession imports each one when it first opens it)."
+            if sdk_tables
+            else ""
+        )
         raise SchemaMissingError(
             f"the sessionstore tables do not exist in {url_hint}. Run "
-            f"`sessionstore migrate --url '{url_hint}'` or pass create_tables=True."
+            f"`sessionstore migrate --url '{url_hint}'` or pass create_tables=True.{also}"
         )
     raise SchemaOutdatedError(
         f"the database at {url_hint} is at schema revision {current!r} but this code needs "

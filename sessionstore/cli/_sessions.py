@@ -71,8 +71,8 @@ async def require_session(store: SessionStore, session_id: str) -> SessionInfo:
         held = await store.read_snapshot(sdk_tables_holding, session_id)
         where = store.safe_url
         hint = (
-            f"the Agents SDK's {', '.join(held)} holds it: `sessionstore import` brings it "
-            "over (SQLSession imports it when it first opens the session)"
+            f"the Agents SDK's {', '.join(held)} holds it: `sessionstore import '{where}' "
+            f"--url '{where}'` brings it over (SQLSession imports it when it first opens it)"
             if held
             else "`sessionstore sessions list` shows the sessions there"
         )

@@ -13,7 +13,15 @@ import pytest
 from agents import SQLiteSession
 
 from sessionstore import HistoryPoint, SessionStore
-from tests.support.cli import EXTRA_PATTERN, NO_KEYS, SECRET, assert_refused, db_state, run
+from tests.support.cli import (
+    EXTRA_PATTERN,
+    NO_KEYS,
+    SECRET,
+    assert_refused,
+    db_state,
+    mentions,
+    run,
+)
 
 
 def test_export_is_redacted_unless_asked(seeded: str, tmp_path: Path) -> None:
@@ -253,9 +261,15 @@ def test_a_session_only_the_sdks_tables_hold_is_named_with_the_import(tmp_path: 
         sdk.close()
 
     asyncio.run(write())
+    unmigrated = run("sessions", "list", "--url", str(path))
+    assert_refused(unmigrated, 2, "It holds the Agents SDK's tables (agent_messages)")
+    assert mentions(unmigrated, f"sessionstore import 'sqlite:///{path}' --url 'sqlite:///{path}'")
     assert run("migrate", "--url", str(path)).exit_code == 0
     result = run("sessions", "show", "u5", "--url", str(path))
     assert_refused(result, 1, "no session 'u5'", "agent_messages holds it", "sessionstore import")
+    imported = run("import", f"sqlite:///{path}", "--url", f"sqlite:///{path}")
+    assert imported.exit_code == 0, imported.output
+    assert "hi" in run("sessions", "show", "u5", "--url", str(path)).stdout
     other = run("sessions", "show", "nope", "--url", str(path))
     assert_refused(other, 1, "no session 'nope'", "sessions list")
     assert "agent_messages" not in other.output
