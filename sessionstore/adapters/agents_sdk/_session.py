@@ -95,6 +95,8 @@ class SQLSession(SDKSurface):
             if store is not None:
                 raise TypeError("pass the database as store or as db_path, not both")
             store = db_path
+        if store is None and engine is None and manager is None:
+            store = ":memory:"  # as SQLiteSession(session_id): a database gone on close
         db_path = store if isinstance(store, str | PathLike) else None
         if isinstance(store, str | PathLike) or (store is None and engine is not None):
             store = _own_store(store, engine, create_tables, manager)
@@ -110,11 +112,6 @@ class SQLSession(SDKSurface):
             raise TypeError(
                 "store must be a SessionStore or a SQLite file path (str or os.PathLike), "
                 f"got {type(store).__name__}"
-            )
-        if store is None and manager is None:
-            raise TypeError(
-                "SQLSession needs a store: a SessionStore, a SQLite file path, engine=..., "
-                "or a manager (whose store it uses)"
             )
         if store is not None and manager is not None and manager.store is not store:
             raise ValueError(

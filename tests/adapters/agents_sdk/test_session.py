@@ -193,8 +193,19 @@ def test_construction_mistakes_fail_at_once_with_the_fix(sqlite_url: str) -> Non
         SQLSession("u", 42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="create_tables applies when the session opens"):
         SQLSession("u", store, create_tables=True)
-    with pytest.raises(TypeError, match="needs a store"):
-        SQLSession("u")
+
+
+async def test_no_database_is_an_in_memory_one_as_for_sqlitesession() -> None:
+    """`SQLiteSession(id)` keeps its items in memory; so does `SQLSession(id)`."""
+    session = SQLSession("u")
+    await session.add_items([{"role": "user", "content": "hi"}])
+    assert await session.get_items() == [{"role": "user", "content": "hi"}]
+    assert session.store.url.get_backend_name() == "sqlite" and session.store.url.database in (
+        None,
+        "",
+        ":memory:",
+    )
+    await session.close()
 
 
 async def test_run_compaction_is_the_runners_post_turn_hook_into_our_manager(
