@@ -260,6 +260,12 @@ _SLOW = (
     "tests/test_redaction.py::test_value_redaction_is_idempotent_and_copy_on_write",
     "tests/test_tokens.py::test_count_item_never_raises_property",
     "tests/test_tokens.py::test_every_rank_is_the_token_on_its_line",
+    # Added 2026-11-28 (seventeenth session), several seconds each by their shape: a store
+    # per hypothesis example, a command per odd file name, imports run end to end.
+    "tests/storage/sqlite/test_quick_list.py::test_a_page_is_what_the_store_lists",
+    "tests/cli/test_read_only.py::test_a_plain_path_with_url_characters_names_that_file",
+    "tests/cli/test_import.py::test_a_dry_run_writes_nothing_into_a_missing_or_foreign_target",
+    "tests/cli/test_sessions.py::test_a_session_only_the_sdks_tables_hold_is_named_with_the_import",
 )
 
 
