@@ -312,7 +312,7 @@ async def test_custom_table_names_and_session_selection(
         await converse(sdk, ["hi"])
         sdk.close()
     async with SessionStore(sqlite_url) as store:
-        with pytest.raises(ImportSourceError, match="expected 'agent_sessions' and 'agent_me"):
+        with pytest.raises(ImportSourceError, match="named 'agent_sessions' and 'agent_messages'"):
             await import_sdk_sessions(str(sqlite_sdk_path), store)
 
         report = await import_sdk_sessions(

@@ -44,7 +44,7 @@ from .._telemetry import NO_FLUSH_WAIT, is_telemetry
 from ._citus import APPEND_SQL as CITUS_APPEND_SQL
 from ._citus import lineage_rows as citus_lineage_rows
 from ._url import asyncpg_dsn, pooler_mode, unique_statement_name, without_pooler
-from ._worker_routes import PLACEMENT_SQL, Node, WorkerRoutes, WorkerUnreachableError
+from ._worker_routes import PLACEMENT_SQL, Node, WorkerRoutes
 
 _APPEND_ATTEMPTS: Final = 1000  # each failed attempt means another writer's append landed
 # Pauses between an append's retries during a failover window (`failover_retry_s`).
@@ -281,22 +281,21 @@ class PostgresDatabase:
             with contextlib.suppress(Exception):
                 await conn.close()
 
-    async def _pool_at(self, node: Node | None) -> asyncpg.Pool:
-        """The coordinator's (or only server's) pool, or a worker's: one that cannot be
-        opened is WorkerUnreachableError, and nothing was sent."""
-        state = self._loops.current()
-        if node is None or self._routes is None:
-            return await state.pool()
+    async def _worker_pool(self, node: Node) -> asyncpg.Pool | None:
+        """A pool to the Citus worker `node`, or None when no connection to it opens (then
+        nothing was sent, and the coordinator takes the statement; `_worker_routes.py`)."""
+        assert self._routes is not None
         try:
-            return await state.worker_pool(node, self._routes.dsn(node))
-        except Exception as error:
-            raise WorkerUnreachableError(node) from error
+            return await self._loops.current().worker_pool(node, self._routes.dsn(node))
+        except Exception:  # refused, unknown host, authentication, timeout: any of them
+            self._routes.unreachable(node)
+            return None
 
     async def fetch_statement(
-        self, sql: str, *args: Any, writing: bool = False, node: Node | None = None
+        self, sql: str, *args: Any, writing: bool = False, pool: asyncpg.Pool | None = None
     ) -> list[asyncpg.Record]:
-        """Run one self-contained statement (autocommit) and return its rows; on the Citus
-        worker `node` when one is named.
+        """Run one self-contained statement (autocommit) and return its rows; on `pool`
+        (a Citus worker's) when one is given.
 
         A connection that saw an error is terminated before it goes back to the pool, so
         no connection is ever handed to a second operation in an unknown state.
@@ -304,11 +303,9 @@ class PostgresDatabase:
 
         async def run() -> list[asyncpg.Record]:
             try:
-                pool = await self._pool_at(node)
+                chosen = pool or await self._loops.current().pool()
                 async with asyncio.timeout(self._timeout_s):  # no extra task, unlike wait_for
-                    conn = await pool.acquire()
-            except WorkerUnreachableError:
-                raise
+                    conn = await chosen.acquire()
             except TimeoutError:
                 raise StoreTimeoutError(
                     f"waited {self._timeout_s:g} s for a free connection to {self._where}: all "
@@ -330,7 +327,7 @@ class PostgresDatabase:
                 raise self._translate(error, writing, may_have_committed=True) from None
             finally:
                 with contextlib.suppress(Exception):
-                    await pool.release(conn, timeout=self._timeout_s)
+                    await chosen.release(conn, timeout=self._timeout_s)
 
         if writing:
             return await finish_despite_cancellation(run())
@@ -382,12 +379,8 @@ class PostgresDatabase:
         if not self.citus:
             return await self.fetch_statement(PG_APPEND_SQL, *args, writing=True)
         node = await self._worker_of(session_id)
-        if node is not None and self._routes is not None:
-            try:
-                return await self.fetch_statement(CITUS_APPEND_SQL, *args, writing=True, node=node)
-            except WorkerUnreachableError:
-                self._routes.unreachable(node)
-        return await self.fetch_statement(CITUS_APPEND_SQL, *args, writing=True)
+        pool = None if node is None else await self._worker_pool(node)
+        return await self.fetch_statement(CITUS_APPEND_SQL, *args, writing=True, pool=pool)
 
     async def _worker_of(self, session_id: str) -> Node | None:
         """The worker holding the session's shard (asked once), or None: the coordinator."""

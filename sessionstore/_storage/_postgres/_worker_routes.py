@@ -38,15 +38,6 @@ LIMIT 1
 RETRY_UNREACHABLE_S: Final = 60.0
 
 
-class WorkerUnreachableError(Exception):
-    """No connection to a worker could be opened (nothing was sent): the runner falls back
-    to the coordinator. Never leaves the runner, so it is outside the store's error tree."""
-
-    def __init__(self, node: Node) -> None:
-        super().__init__(f"no connection to the Citus worker {node[0]}:{node[1]}")
-        self.node = node
-
-
 class WorkerRoutes:
     """Where this process sends each session's appends: a worker, or None (the coordinator)."""
 
