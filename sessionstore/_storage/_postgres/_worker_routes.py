@@ -45,6 +45,7 @@ class WorkerRoutes:
         self._url = url
         self._nodes: dict[str, Node | None] = {}
         self._unreachable_until: dict[Node, float] = {}
+        self._dsns: dict[Node, str] = {}
 
     @staticmethod
     def possible(url: URL, pooled: bool) -> bool:
@@ -71,6 +72,10 @@ class WorkerRoutes:
         self._unreachable_until[node] = time.monotonic() + RETRY_UNREACHABLE_S
 
     def dsn(self, node: Node) -> str:
-        """The store's DSN (user, password, database, TLS) with the worker's host and port."""
-        host, port = node
-        return asyncpg_dsn(self._url.set(host=host, port=port))
+        """The store's DSN (user, password, database, TLS) with the worker's host and port,
+        made once per worker: every routed append asks for it."""
+        made = self._dsns.get(node)
+        if made is None:
+            host, port = node
+            made = self._dsns[node] = asyncpg_dsn(self._url.set(host=host, port=port))
+        return made
